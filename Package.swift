@@ -1,0 +1,45 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "ImagePipelineKit",
+    products: [
+        .library(name: "ImagePipelineKit", targets: ["ImagePipelineKit"]),
+        .executable(name: "sample-cli", targets: ["SampleCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // Debian's C image libraries (scripts/install-system-deps.sh installs them).
+        .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CGIF", pkgConfig: "libgif", providers: [.apt(["libgif-dev"])]),
+        .systemLibrary(name: "CEXIF", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
+        .systemLibrary(name: "CWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
+        // Our C: every libjpeg/libpng call that can fail lives here behind a setjmp error manager,
+        // plus the stb_image_resize instantiation.
+        .target(
+            name: "CImageCodecs",
+            dependencies: ["CJPEG", "CPNG"]
+        ),
+        .target(
+            name: "ImagePipelineKit",
+            dependencies: ["CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP"]
+        ),
+        .executableTarget(
+            name: "SampleCLI",
+            dependencies: [
+                "ImagePipelineKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "SampleCLI"
+        ),
+        .testTarget(
+            name: "ImagePipelineKitTests",
+            dependencies: ["ImagePipelineKit", "CImageCodecs"],
+            resources: [.copy("Fixtures")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

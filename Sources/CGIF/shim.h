@@ -1,0 +1,3 @@
+#include <stddef.h>
+#include <stdio.h>
+#include <gif_lib.h>

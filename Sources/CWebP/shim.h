@@ -1,0 +1,4 @@
+#include <stddef.h>
+#include <stdio.h>
+#include <webp/decode.h>
+#include <webp/demux.h>

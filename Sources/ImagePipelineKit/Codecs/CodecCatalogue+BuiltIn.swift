@@ -1,0 +1,7 @@
+extension CodecCatalogue {
+    /// The codecs ``shared`` starts with.
+    public static var builtInCodecs: [any ImageCodec] {
+        [
+        ]
+    }
+}

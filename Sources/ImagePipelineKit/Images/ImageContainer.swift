@@ -1,0 +1,55 @@
+/// One frame of an animated image and how long it stays on screen.
+public struct ImageFrame: Sendable {
+    public var bitmap: Bitmap
+    /// Display duration in seconds (GIF delays are centiseconds; 0 means "as fast as the viewer allows").
+    public var duration: Double
+
+    public init(bitmap: Bitmap, duration: Double) {
+        self.bitmap = bitmap
+        self.duration = duration
+    }
+}
+
+/// A decoded image: one bitmap, or the frames of an animation with their durations and loop count
+/// (TIP's `TIPImageContainer`).
+///
+/// Containers are values holding shared ``Bitmap`` references: copying one never copies pixels.
+public struct ImageContainer: Sendable {
+    /// Every frame; a still image has exactly one, with duration 0.
+    public let frames: [ImageFrame]
+    /// How often an animation repeats: 0 means forever (GIF's NETSCAPE2.0 convention).
+    public let loopCount: Int
+
+    /// A still image.
+    public init(bitmap: Bitmap) {
+        self.frames = [ImageFrame(bitmap: bitmap, duration: 0)]
+        self.loopCount = 0
+    }
+
+    /// An animation. `frames` must not be empty.
+    public init(frames: [ImageFrame], loopCount: Int) {
+        precondition(!frames.isEmpty, "an image container needs at least one frame")
+        self.frames = frames
+        self.loopCount = loopCount
+    }
+
+    /// The image to show when not animating: the first frame.
+    public var bitmap: Bitmap { frames[0].bitmap }
+
+    /// Pixel dimensions (of the first frame; every frame of a decoded animation has the canvas size).
+    public var dimensions: PixelSize { bitmap.size }
+
+    /// Whether there is more than one frame.
+    public var isAnimated: Bool { frames.count > 1 }
+
+    public var frameCount: Int { frames.count }
+
+    /// Per-frame durations in seconds.
+    public var frameDurations: [Double] { frames.map(\.duration) }
+
+    /// Total animation time of one loop, in seconds.
+    public var totalDuration: Double { frames.reduce(0) { $0 + $1.duration } }
+
+    /// Bytes of pixel memory held: the sum over frames of `bytesPerRow × height`.
+    public var sizeInMemory: Int { frames.reduce(0) { $0 + $1.bitmap.sizeInMemory } }
+}
