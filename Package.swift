@@ -33,7 +33,9 @@ let package = Package(
                 "ImagePipelineKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: "SampleCLI"
+            path: "SampleCLI",
+            exclude: ["Images/LICENSES.md"],
+            resources: [.copy("Images")]
         ),
         .testTarget(
             name: "ImagePipelineKitTests",

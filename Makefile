@@ -1,0 +1,36 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Both install the system libraries first.
+SWIFT ?= swift
+DEPS := scripts/install-system-deps.sh
+DEMO_OUT ?= out/demo
+
+.PHONY: deps build test demo bench clean
+
+deps:
+	@bash $(DEPS)
+
+build: deps
+	$(SWIFT) build
+
+# Builds everything (the bad-input sweep runs the sample-cli binary) and runs every test serially:
+# `swift test` prints Swift Testing's own closing line.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+
+# Until the scroll simulation lands: decode every bundled sample image and write PNGs you can open.
+demo: deps
+	$(SWIFT) build -c release --product sample-cli
+	@mkdir -p $(DEMO_OUT)
+	@for f in SampleCLI/Images/*.jpg SampleCLI/Images/*.png SampleCLI/Images/*.gif; do \
+		name=$$(basename $$f); name=$${name%.*}; \
+		.build/release/sample-cli decode "$$f" --out $(DEMO_OUT)/$$name.png || exit 1; \
+		.build/release/sample-cli decode "$$f" --target 128x128 --mode fill --out $(DEMO_OUT)/$$name-128-fill.png || exit 1; \
+	done
+	@echo "demo: wrote $$(ls $(DEMO_OUT) | wc -l) PNGs to $(DEMO_OUT)/"
+
+# Decode benchmark against libjpeg-turbo/libpng/giflib anchors measured in the same run (release build).
+bench: deps
+	bash scripts/bench-decode.sh
+
+clean:
+	rm -rf .build out

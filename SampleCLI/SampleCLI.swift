@@ -1,0 +1,15 @@
+import ArgumentParser
+
+/// `sample-cli`: the sample program of ImagePipelineKit.
+@main
+struct SampleCLI: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sample-cli",
+        abstract: "ImagePipelineKit's sample program.",
+        discussion: """
+            Subcommands so far: decode. The scroll simulation, fetch, inspect, serve and bench \
+            arrive with the pipeline.
+            """,
+        subcommands: [DecodeCommand.self]
+    )
+}
