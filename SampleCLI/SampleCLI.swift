@@ -7,9 +7,9 @@ struct SampleCLI: ParsableCommand {
         commandName: "sample-cli",
         abstract: "ImagePipelineKit's sample program.",
         discussion: """
-            Subcommands so far: decode. The scroll simulation, fetch, inspect, serve and bench \
+            Subcommands so far: decode, bench. The scroll simulation, fetch, inspect and serve \
             arrive with the pipeline.
             """,
-        subcommands: [DecodeCommand.self]
+        subcommands: [DecodeCommand.self, BenchCommand.self]
     )
 }
