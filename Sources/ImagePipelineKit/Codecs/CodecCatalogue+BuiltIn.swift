@@ -2,6 +2,7 @@ extension CodecCatalogue {
     /// The codecs ``shared`` starts with.
     public static var builtInCodecs: [any ImageCodec] {
         [
+            JPEGCodec(),
         ]
     }
 }

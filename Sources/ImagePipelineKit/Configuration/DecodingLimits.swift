@@ -54,11 +54,20 @@ public struct DecoderConfiguration: Hashable, Sendable {
     public var appliesOrientation: Bool
     /// Decode every frame of an animation; `false` decodes only the first. Default `true`.
     public var decodesAnimation: Bool
+    /// The sizing renders of an incremental session will most likely ask for, when known up front (a fetch
+    /// knows its target). Decoders that can shrink while decoding use it: JPEG decodes at the largest DCT
+    /// reduction that still covers it, which skips most of the work for thumbnails. A later render that asks
+    /// for more than this upscales what was decoded. `nil` (the default) decodes at full size.
+    public var preferredSizing: TargetSizing?
 
-    public init(limits: DecodingLimits = .default, appliesOrientation: Bool = true, decodesAnimation: Bool = true) {
+    public init(
+        limits: DecodingLimits = .default, appliesOrientation: Bool = true, decodesAnimation: Bool = true,
+        preferredSizing: TargetSizing? = nil
+    ) {
         self.limits = limits
         self.appliesOrientation = appliesOrientation
         self.decodesAnimation = decodesAnimation
+        self.preferredSizing = preferredSizing
     }
 
     public static let `default` = DecoderConfiguration()

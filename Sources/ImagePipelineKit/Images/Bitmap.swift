@@ -57,6 +57,14 @@ public final class Bitmap: @unchecked Sendable {
         self.buffer = buffer
     }
 
+    /// Takes over a buffer a ``PixelCanvas`` finished writing: no copy. The caller gives up the buffer.
+    init(adopting buffer: BitmapBufferPool.Buffer, width: Int, height: Int, bytesPerRow: Int) {
+        self.width = width
+        self.height = height
+        self.bytesPerRow = bytesPerRow
+        self.buffer = buffer
+    }
+
     deinit {
         BitmapBufferPool.shared.give(buffer)
     }
