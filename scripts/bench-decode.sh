@@ -67,6 +67,17 @@ for name in coffee_4000x3000 coffee_1920x1080; do
         row "$name $kind JPEG decode at 256 px" "$ours_256" "$anchor_256" "<=1.20"
     done
 done
+# B9: progressive loading. The first preview (10% of the bytes, decoded at 1/8 for a 500 px target) against
+# libjpeg decoding that same truncated prefix at 1/8; previews plus the final image against one full decode.
+f=$IMAGES/coffee_4000x3000.q85.prog.jpg
+IPK_WRITE_PREFIX=$WORK/prog-prefix.jpg "$CLI" bench progressive "$f" --iterations 1 >/dev/null
+row "coffee_4000x3000 prog first preview (10%)" \
+    "$(median_of_runs first_preview median_ms "$CLI" bench progressive "$f")" \
+    "$(median_of_runs 'accurate.scale=1/8' median_ms sh -c "'$WORK/jpegdec_bench' '$WORK/prog-prefix.jpg' 7 2>/dev/null")" "<=1.20"
+row "coffee_4000x3000 prog <=4 previews + final" \
+    "$(median_of_runs $'\tall\t' median_ms "$CLI" bench progressive "$f")" \
+    "$(median_of_runs 'accurate.scale=1/1' median_ms "$WORK/jpegdec_bench" "$f" 7)" "<=2.00"
+
 f=$IMAGES/coffee_1920x1080.png
 row "coffee_1920x1080 PNG full decode" \
     "$(median_of_runs $'\tfull\t' median_ms "$CLI" bench decode "$f" --iterations 5 --target 0)" \
