@@ -1,0 +1,62 @@
+/// The file name an image identifier gets on disk (TIP's `TIPSafeFromRaw`, tip-behaviour b1).
+///
+/// Every UTF-8 byte outside `A–Z a–z 0–9 - . _ ~` is percent-encoded with uppercase hex, so a name never holds
+/// a `/`, never starts with a dot-dot component that means anything, and never has a NUL. Encoded names
+/// longer than 251 characters (`NAME_MAX` minus room for a 4-character suffix such as `.tmp`) become the
+/// 40-character lowercase SHA-1 of the encoded form. Identifiers such as `../x`, `/etc/passwd`, 10 KB strings
+/// or bytes that are not valid UTF-8 therefore always land inside the pipeline's directory.
+public enum SafeFileName {
+    /// Longest encoded name kept as it is.
+    public static let maximumLength = 251
+
+    /// The on-disk name for `identifier`.
+    public static func make(for identifier: String) -> String {
+        let encoded = percentEncoded(identifier)
+        return encoded.utf8.count > maximumLength ? SHA1.hexDigest(of: encoded.utf8) : encoded
+    }
+
+    /// `identifier` with every byte outside the unreserved set percent-encoded.
+    public static func percentEncoded(_ identifier: String) -> String {
+        var out = ""
+        out.reserveCapacity(identifier.utf8.count)
+        let hex = Array("0123456789ABCDEF")
+        for byte in identifier.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                 UInt8(ascii: "~"):
+                out.append(Character(UnicodeScalar(byte)))
+            default:
+                out.append("%")
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0x0F)])
+            }
+        }
+        // "." and ".." are unreserved but name directories: encode their dots.
+        if out == "." || out == ".." { return String(repeating: "%2E", count: out.count) }
+        return out
+    }
+
+    /// The identifier a non-hashed name came from, or `nil` for hashed or malformed names.
+    public static func identifier(fromFileName name: String) -> String? {
+        guard !(name.utf8.count == 40 && name.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) })
+        else { return nil }
+        var bytes: [UInt8] = []
+        var iterator = name.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - 48
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - 55
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - 87
+        default: nil
+        }
+    }
+}
