@@ -1,0 +1,230 @@
+import Synchronization
+
+/// Something a cache charges against its byte limit.
+protocol CacheCosting: Sendable {
+    /// Bytes this entry accounts for.
+    var cost: Int { get }
+}
+
+/// Ceilings for the kind, with TIP's meaning: `maxBytes` 0 retains nothing; `maxCount` 0 is unlimited;
+/// a `maxEntryRatio` of 0 or 1 puts no cap on one entry, N > 1 caps it at `maxBytes / N`.
+struct CacheLimits: Sendable, Equatable {
+    var maxBytes: Int
+    var maxCount: Int
+    var maxEntryRatio: Int
+
+    /// The most one entry may cost.
+    var maxEntryBytes: Int { maxEntryRatio > 1 ? maxBytes / maxEntryRatio : maxBytes }
+}
+
+/// Every cache of one kind (rendered, or memory) across all pipelines, behind one lock.
+///
+/// One lock per kind, as TIP has one queue per kind: pruning after a write takes entries from *other*
+/// pipelines first (tip-behaviour b11), which is only atomic when every pipeline's list sits behind the same
+/// lock. A cache hit holds the lock for a dictionary lookup and a list touch, nothing else.
+final class CachePool<Entry: CacheCosting>: Sendable {
+    private struct State: ~Copyable {
+        var limits: CacheLimits
+        var caches: [String: LRUList<String, Entry>] = [:]
+        var totalBytes = 0
+        var totalCount = 0
+
+        var isOverLimits: Bool {
+            totalBytes > limits.maxBytes || (limits.maxCount > 0 && totalCount > limits.maxCount)
+        }
+
+        mutating func removeTail(of owner: String) -> Entry? {
+            guard let (_, entry) = caches[owner]?.removeTail() else { return nil }
+            totalBytes -= entry.cost
+            totalCount -= 1
+            return entry
+        }
+
+        /// tip-behaviour b11: one least-recently-used entry from every other owner per round, then the
+        /// priority owner's own tail, until bytes and count are within the limits.
+        mutating func prune(priority: String?) -> [Entry] {
+            var evicted: [Entry] = []
+            while isOverLimits {
+                var tookFromOthers = false
+                for owner in caches.keys where owner != priority {
+                    if let entry = removeTail(of: owner) {
+                        evicted.append(entry)
+                        tookFromOthers = true
+                        if !isOverLimits { return evicted }
+                    }
+                }
+                if tookFromOthers { continue }
+                guard let priority, let entry = removeTail(of: priority) else { break }
+                evicted.append(entry)
+            }
+            return evicted
+        }
+    }
+
+    private let state: Mutex<State>
+    /// Whether ``update(owner:key:_:)`` refuses entries over ``CacheLimits/maxEntryBytes``. The rendered cache
+    /// checks single renditions itself, since one of its entries holds up to three.
+    private let capsEntries: Bool
+
+    init(limits: CacheLimits, capsEntries: Bool = true) {
+        state = Mutex(State(limits: limits))
+        self.capsEntries = capsEntries
+    }
+
+    var limits: CacheLimits {
+        get { state.withLock { $0.limits } }
+    }
+
+    /// Changes the limits and prunes down to them (least recently used first, all owners alike).
+    func updateLimits(_ body: @Sendable (inout CacheLimits) -> Void) {
+        let evicted = state.withLock { state in
+            body(&state.limits)
+            return state.prune(priority: nil)
+        }
+        _ = evicted   // released outside the lock
+    }
+
+    var totalBytes: Int { state.withLock { $0.totalBytes } }
+    var totalCount: Int { state.withLock { $0.totalCount } }
+
+    /// The entry for `key`, made most recently used when `touch` is true.
+    func entry(owner: String, key: String, touch: Bool = true) -> Entry? {
+        state.withLock { $0.caches[owner]?.value(for: key, touch: touch) }
+    }
+
+    /// Replaces the entry for `key` with what `body` makes of the current one (`nil` removes it), puts it at
+    /// the head, and prunes with `owner` as the priority cache. An entry over the per-entry cap or a
+    /// zero-byte limit is not stored. Returns what `body` decided and whether it was stored.
+    @discardableResult
+    func update(owner: String, key: String, _ body: (Entry?) -> Entry?) -> (entry: Entry?, stored: Bool) {
+        var released: [Entry] = []
+        defer { _ = released }   // deinit of evicted values (bitmaps) happens outside the lock
+        return state.withLock { state in
+            let current = state.caches[owner]?.peek(key)
+            let replacement = body(current)
+            if let current {
+                state.caches[owner]!.remove(key)
+                state.totalBytes -= current.cost
+                state.totalCount -= 1
+                released.append(current)
+            }
+            guard let replacement else { return (nil, false) }
+            guard !capsEntries || replacement.cost <= state.limits.maxEntryBytes, state.limits.maxBytes > 0 else {
+                return (replacement, false)
+            }
+            state.caches[owner, default: LRUList()].insertAtHead(key, replacement)
+            state.totalBytes += replacement.cost
+            state.totalCount += 1
+            released += state.prune(priority: owner)
+            let stillThere = state.caches[owner]?.peek(key) != nil
+            return (replacement, stillThere)
+        }
+    }
+
+    /// Runs `body` on the entry for `key` in place (its cost may change; totals follow) and, when `body`
+    /// returns a value, makes the entry most recently used. `nil` when there is no entry or `body` says so.
+    func access<R: Sendable>(owner: String, key: String, _ body: @Sendable (inout Entry) -> R?) -> R? {
+        state.withLock { state in
+            var result: R?
+            var delta = 0
+            state.caches[owner]?.update(key) { entry in
+                let before = entry.cost
+                result = body(&entry)
+                delta = entry.cost - before
+            }
+            state.totalBytes += delta
+            if result != nil { state.caches[owner]?.moveToHead(key) }
+            return result
+        }
+    }
+
+    /// Changes an entry in place, keeping its position; its cost may change (totals follow).
+    func modify(owner: String, key: String, _ body: @Sendable (inout Entry) -> Void) {
+        state.withLock { state in
+            var delta = 0
+            state.caches[owner]?.update(key) { entry in
+                let before = entry.cost
+                body(&entry)
+                delta = entry.cost - before
+            }
+            state.totalBytes += delta
+        }
+    }
+
+    /// Changes every entry of `owner` in place (dirty marks, say).
+    func modifyAll(owner: String, _ body: @Sendable (inout Entry) -> Void) {
+        state.withLock { state in
+            guard let keys = state.caches[owner]?.keysFromHead else { return }
+            for key in keys {
+                var delta = 0
+                state.caches[owner]!.update(key) { entry in
+                    let before = entry.cost
+                    body(&entry)
+                    delta = entry.cost - before
+                }
+                state.totalBytes += delta
+            }
+        }
+    }
+
+    @discardableResult
+    func remove(owner: String, key: String) -> Entry? {
+        state.withLock { state in
+            guard let entry = state.caches[owner]?.remove(key) else { return nil }
+            state.totalBytes -= entry.cost
+            state.totalCount -= 1
+            return entry
+        }
+    }
+
+    /// Removes every entry of `owner` (a cleared or released pipeline gives back its totals).
+    func removeAll(owner: String) {
+        let released = state.withLock { state -> LRUList<String, Entry>? in
+            guard let list = state.caches.removeValue(forKey: owner) else { return nil }
+            for entry in list.values { state.totalBytes -= entry.cost }
+            state.totalCount -= list.count
+            return list
+        }
+        _ = released
+    }
+
+    /// Removes `key` from every owner's cache.
+    func removeEverywhere(key: String) {
+        state.withLock { state in
+            for owner in Array(state.caches.keys) {
+                if let entry = state.caches[owner]?.remove(key) {
+                    state.totalBytes -= entry.cost
+                    state.totalCount -= 1
+                }
+            }
+        }
+    }
+
+    func removeAll() {
+        let released = state.withLock { state -> [String: LRUList<String, Entry>] in
+            defer {
+                state.caches = [:]
+                state.totalBytes = 0
+                state.totalCount = 0
+            }
+            return state.caches
+        }
+        _ = released
+    }
+
+    /// `owner`'s entries from most to least recently used.
+    func entries(owner: String) -> [(key: String, entry: Entry)] {
+        state.withLock { state in
+            guard let list = state.caches[owner] else { return [] }
+            return list.keysFromHead.map { ($0, list.peek($0)!) }
+        }
+    }
+
+    /// Owners that hold at least one entry.
+    var owners: [String] { state.withLock { Array($0.caches.keys) } }
+
+    /// Bytes held by `owner`.
+    func bytes(owner: String) -> Int {
+        state.withLock { $0.caches[owner]?.values.reduce(0) { $0 + $1.cost } ?? 0 }
+    }
+}

@@ -1,0 +1,108 @@
+/// One rendition in the rendered cache: an image already decoded and scaled for some target.
+public struct RenderedImage: Sendable {
+    /// The image at its rendered size, shared by reference (a hit never copies pixels).
+    public var image: ImageContainer
+    /// Identifier of the transformer that produced it, `nil` when untransformed.
+    public var transformerIdentifier: String?
+    /// Dimensions of the source it was rendered from.
+    public var sourceDimensions: PixelSize
+    /// Marked stale by ``RenderedCache/markDirty(identifier:)``: usable as a preview, not as a final image.
+    public var isDirty: Bool
+}
+
+/// Up to three renditions of one identifier, most recent first (tip-behaviour b4).
+struct RenderedCollection: CacheCosting {
+    static let maximumRenditions = 3
+    var renditions: [RenderedImage] = []
+    var cost: Int { renditions.reduce(0) { $0 + $1.image.sizeInMemory } }
+}
+
+/// The synchronous cache of decoded, scaled images of one pipeline (TIP's rendered cache, b4).
+///
+/// Thread-safe and synchronous: a lookup is a dictionary access under the rendered kind's lock, so a fetch
+/// started on the delegate queue can complete before it returns. Each identifier keeps at most three
+/// renditions, keyed by target sizing and transformer identifier; a hit moves the rendition and its
+/// identifier to the front. Placeholders are never stored. Every pipeline's rendered cache shares the
+/// global rendered limits (``GlobalConfiguration``), cost = ``ImageContainer/sizeInMemory``.
+public final class RenderedCache: Sendable {
+    let owner: String
+    private let pool: CachePool<RenderedCollection>
+
+    init(owner: String, pool: CachePool<RenderedCollection>) {
+        self.owner = owner
+        self.pool = pool
+    }
+
+    deinit {
+        pool.removeAll(owner: owner)
+    }
+
+    /// The rendition of `identifier` that already is what `target` asks for, made of the same transformer.
+    ///
+    /// Only targets with positive dimensions and a scaling content mode are looked up (TIP: a center-mode
+    /// or untargeted fetch always goes on to the memory cache). A hit becomes the most recent rendition.
+    public func image(for identifier: String, target: TargetSizing, transformerIdentifier: String? = nil) -> RenderedImage? {
+        guard let dimensions = target.dimensions, !dimensions.isEmpty, target.contentMode != .center else { return nil }
+        return pool.access(owner: owner, key: identifier) { (collection: inout RenderedCollection) -> RenderedImage? in
+            guard let index = collection.renditions.firstIndex(where: {
+                $0.transformerIdentifier == transformerIdentifier && target.isSatisfied(by: $0.image.dimensions)
+            }) else { return nil }
+            let rendition = collection.renditions.remove(at: index)
+            collection.renditions.insert(rendition, at: 0)
+            return rendition
+        }
+    }
+
+    /// Keeps `rendition` for `identifier`, most recent first.
+    ///
+    /// Ignored for placeholders, for images with an empty side and for images over the per-entry cap. A
+    /// rendition of the same size and transformer replaces the existing one unless that one is clean and
+    /// was rendered from a source at least as large on both axes.
+    public func store(_ rendition: RenderedImage, identifier: String, isPlaceholder: Bool = false) {
+        guard !isPlaceholder, !rendition.image.dimensions.isEmpty,
+              rendition.image.sizeInMemory <= pool.limits.maxEntryBytes else { return }
+        pool.update(owner: owner, key: identifier) { current in
+            var collection = current ?? RenderedCollection()
+            if let index = collection.renditions.firstIndex(where: {
+                $0.image.dimensions == rendition.image.dimensions && $0.transformerIdentifier == rendition.transformerIdentifier
+            }) {
+                let existing = collection.renditions[index]
+                if !existing.isDirty, existing.sourceDimensions.width >= rendition.sourceDimensions.width,
+                   existing.sourceDimensions.height >= rendition.sourceDimensions.height {
+                    return collection
+                }
+                collection.renditions.remove(at: index)
+            }
+            collection.renditions.insert(rendition, at: 0)
+            if collection.renditions.count > RenderedCollection.maximumRenditions {
+                collection.renditions.removeLast(collection.renditions.count - RenderedCollection.maximumRenditions)
+            }
+            return collection
+        }
+    }
+
+    /// Marks every rendition of `identifier` dirty: later lookups return them flagged, for a preview only.
+    public func markDirty(identifier: String) {
+        pool.modify(owner: owner, key: identifier) { collection in
+            for index in collection.renditions.indices { collection.renditions[index].isDirty = true }
+        }
+    }
+
+    /// Forgets every rendition of `identifier`.
+    public func clear(identifier: String) {
+        pool.remove(owner: owner, key: identifier)
+    }
+
+    /// Forgets everything this pipeline rendered.
+    public func clearAll() {
+        pool.removeAll(owner: owner)
+    }
+
+    /// Identifiers with their renditions, most recently used first (for inspection).
+    public var entries: [(identifier: String, renditions: [RenderedImage])] {
+        pool.entries(owner: owner).map { ($0.key, $0.entry.renditions) }
+    }
+
+    /// Bytes this pipeline's rendered cache holds.
+    public var totalBytes: Int { pool.bytes(owner: owner) }
+}

@@ -1,0 +1,112 @@
+import Foundation
+
+/// Limits and totals shared by every pipeline (TIP's `TIPGlobalConfiguration`, tip-behaviour a7, b11).
+///
+/// Byte and count ceilings apply to all caches of a kind together: after any write, the caches of the *other*
+/// pipelines give up their least recently used entries first, then the written one, until the kind is within
+/// its limits. Setters take effect at once (a lower limit prunes immediately). Thread-safe.
+///
+/// Semantics follow TIP: a negative value resets a limit to its default; a byte limit of 0 disables that
+/// kind of cache (nothing is retained); a count limit of 0 means no count limit; a
+/// ``maxRatioSizeOfCacheEntry`` of 0 or 1 puts no cap on a single entry, N > 1 caps it at 1/N of the kind's
+/// byte limit.
+public final class GlobalConfiguration: Sendable {
+    /// The configuration every pipeline uses unless given another (tests make their own).
+    public static let shared = GlobalConfiguration()
+
+    /// TIP's default for all rendered caches: half of min(RAM / 12, 160 MB).
+    public static let defaultMaxBytesForAllRenderedCaches: Int = {
+        let physical = Int(clamping: ProcessInfo.processInfo.physicalMemory)
+        return min(physical / 12, 160 << 20) / 2
+    }()
+    public static let defaultMaxBytesForAllMemoryCaches = 48 << 20
+    public static let defaultMaxBytesForAllDiskCaches = 128 << 20
+    public static let defaultMaxCountForAllRenderedCaches = 255
+    public static let defaultMaxCountForAllMemoryCaches = 255
+    public static let defaultMaxCountForAllDiskCaches = 2047
+    public static let defaultMaxRatioSizeOfCacheEntry = 6
+
+    let renderedPool: CachePool<RenderedCollection>
+    let memoryPool: CachePool<MemoryCacheEntry>
+
+    /// A configuration with TIP's defaults and caches of its own.
+    public init() {
+        let ratio = Self.defaultMaxRatioSizeOfCacheEntry
+        renderedPool = CachePool(
+            limits: .init(maxBytes: Self.defaultMaxBytesForAllRenderedCaches,
+                          maxCount: Self.defaultMaxCountForAllRenderedCaches, maxEntryRatio: ratio),
+            capsEntries: false)
+        memoryPool = CachePool(
+            limits: .init(maxBytes: Self.defaultMaxBytesForAllMemoryCaches,
+                          maxCount: Self.defaultMaxCountForAllMemoryCaches, maxEntryRatio: ratio))
+    }
+
+    // MARK: - Limits
+
+    /// Most bytes all rendered caches hold together (decoded pixels).
+    public var maxBytesForAllRenderedCaches: Int {
+        get { renderedPool.limits.maxBytes }
+        set { setLimit(renderedPool, \.maxBytes, newValue, default: Self.defaultMaxBytesForAllRenderedCaches) }
+    }
+
+    /// Most bytes all memory caches hold together (encoded image data and partial downloads).
+    public var maxBytesForAllMemoryCaches: Int {
+        get { memoryPool.limits.maxBytes }
+        set { setLimit(memoryPool, \.maxBytes, newValue, default: Self.defaultMaxBytesForAllMemoryCaches) }
+    }
+
+    /// Most entries (identifiers) all rendered caches hold together; 0 = no count limit.
+    public var maxCountForAllRenderedCaches: Int {
+        get { renderedPool.limits.maxCount }
+        set { setLimit(renderedPool, \.maxCount, newValue, default: Self.defaultMaxCountForAllRenderedCaches) }
+    }
+
+    /// Most entries all memory caches hold together; 0 = no count limit.
+    public var maxCountForAllMemoryCaches: Int {
+        get { memoryPool.limits.maxCount }
+        set { setLimit(memoryPool, \.maxCount, newValue, default: Self.defaultMaxCountForAllMemoryCaches) }
+    }
+
+    /// A single entry may use at most 1/N of its kind's byte limit; 0 or 1: no per-entry cap.
+    public var maxRatioSizeOfCacheEntry: Int {
+        get { memoryPool.limits.maxEntryRatio }
+        set {
+            let ratio = newValue < 0 ? Self.defaultMaxRatioSizeOfCacheEntry : newValue
+            renderedPool.updateLimits { $0.maxEntryRatio = ratio }
+            memoryPool.updateLimits { $0.maxEntryRatio = ratio }
+        }
+    }
+
+    // MARK: - Totals
+
+    /// Bytes held by all rendered caches now.
+    public var totalBytesForAllRenderedCaches: Int { renderedPool.totalBytes }
+    /// Bytes held by all memory caches now.
+    public var totalBytesForAllMemoryCaches: Int { memoryPool.totalBytes }
+    /// Entries held by all rendered caches now.
+    public var totalCountForAllRenderedCaches: Int { renderedPool.totalCount }
+    /// Entries held by all memory caches now.
+    public var totalCountForAllMemoryCaches: Int { memoryPool.totalCount }
+
+    // MARK: - Clearing
+
+    /// Empties every pipeline's rendered cache.
+    public func clearAllRenderedMemoryCaches() { renderedPool.removeAll() }
+
+    /// Empties every pipeline's rendered and memory caches.
+    public func clearAllMemoryCaches() {
+        renderedPool.removeAll()
+        memoryPool.removeAll()
+    }
+
+    /// Forgets every rendition of `identifier` in every pipeline.
+    public func clearAllRenderedMemoryCacheImages(identifier: String) { renderedPool.removeEverywhere(key: identifier) }
+
+    private func setLimit<Entry>(
+        _ pool: CachePool<Entry>, _ field: WritableKeyPath<CacheLimits, Int> & Sendable, _ value: Int,
+        default defaultValue: Int
+    ) {
+        let resolved = value < 0 ? defaultValue : value
+        pool.updateLimits { $0[keyPath: field] = resolved }
+    }
+}
