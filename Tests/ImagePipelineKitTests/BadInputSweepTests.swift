@@ -7,10 +7,10 @@ struct BadFileExpectation {
     let path: String
     let expected: String
 
-    /// "reject…"/"limit…" without an alternative ("or", "-or-") must end in an error.
+    /// "reject…"/"limit…" without an alternative ("or", "(or", "-or-") must end in an error.
     var mustFail: Bool {
         (expected.hasPrefix("reject") || expected.hasPrefix("limit"))
-            && !expected.contains(" or ") && !expected.contains("-or-")
+            && !expected.contains(" or ") && !expected.contains("(or ") && !expected.contains("-or-")
     }
     /// "limit…" without an alternative must be refused by the decoding limits, not by luck elsewhere.
     var mustHitLimit: Bool { expected.hasPrefix("limit") && mustFail }

@@ -3,6 +3,7 @@ extension CodecCatalogue {
     public static var builtInCodecs: [any ImageCodec] {
         [
             JPEGCodec(),
+            PNGCodec(),
         ]
     }
 }
