@@ -4,6 +4,7 @@ extension CodecCatalogue {
         [
             JPEGCodec(),
             PNGCodec(),
+            GIFCodec(),
         ]
     }
 }
