@@ -17,6 +17,8 @@ let package = Package(
         .systemLibrary(name: "CGIF", pkgConfig: "libgif", providers: [.apt(["libgif-dev"])]),
         .systemLibrary(name: "CEXIF", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
         .systemLibrary(name: "CWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
+        // libwebpmux's animation encoder: only the tests use it, to make animated WebP fixtures.
+        .systemLibrary(name: "CWebPMux", pkgConfig: "libwebpmux", providers: [.apt(["libwebp-dev"])]),
         // Our C: every libjpeg/libpng call that can fail lives here behind a setjmp error manager,
         // plus the stb_image_resize instantiation.
         .target(
@@ -39,7 +41,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipelineKitTests",
-            dependencies: ["ImagePipelineKit", "CImageCodecs"],
+            dependencies: ["ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux"],
             resources: [.copy("Fixtures")]
         ),
     ],

@@ -2,3 +2,4 @@
 #include <stdio.h>
 #include <webp/decode.h>
 #include <webp/demux.h>
+#include <webp/encode.h>

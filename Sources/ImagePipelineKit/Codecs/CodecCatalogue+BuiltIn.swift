@@ -5,6 +5,7 @@ extension CodecCatalogue {
             JPEGCodec(),
             PNGCodec(),
             GIFCodec(),
+            WebPCodec(),
         ]
     }
 }

@@ -1,0 +1,4 @@
+#include <stddef.h>
+#include <stdio.h>
+#include <webp/encode.h>
+#include <webp/mux.h>
