@@ -21,7 +21,7 @@ test: deps
 demo: deps
 	$(SWIFT) build -c release --product sample-cli
 	@mkdir -p $(DEMO_OUT)
-	@for f in SampleCLI/Images/*.jpg SampleCLI/Images/*.png SampleCLI/Images/*.gif; do \
+	@for f in SampleCLI/Images/*.jpg SampleCLI/Images/*.png SampleCLI/Images/*.gif SampleCLI/Images/*.webp; do \
 		name=$$(basename $$f); name=$${name%.*}; \
 		.build/release/sample-cli decode "$$f" --out $(DEMO_OUT)/$$name.png || exit 1; \
 		.build/release/sample-cli decode "$$f" --target 128x128 --mode fill --out $(DEMO_OUT)/$$name-128-fill.png || exit 1; \
