@@ -22,7 +22,7 @@ demo: deps
 	$(SWIFT) build -c release --product sample-cli
 	@mkdir -p $(DEMO_OUT)
 	@for f in SampleCLI/Images/*.jpg SampleCLI/Images/*.png SampleCLI/Images/*.gif SampleCLI/Images/*.webp; do \
-		name=$$(basename $$f); name=$${name%.*}; \
+		name=$$(basename $$f | tr . -); \
 		.build/release/sample-cli decode "$$f" --out $(DEMO_OUT)/$$name.png || exit 1; \
 		.build/release/sample-cli decode "$$f" --target 128x128 --mode fill --out $(DEMO_OUT)/$$name-128-fill.png || exit 1; \
 	done
