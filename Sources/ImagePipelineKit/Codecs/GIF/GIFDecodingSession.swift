@@ -19,7 +19,12 @@ final class GIFDecodingSession: ImageDecodingSession {
     fileprivate var readPosition = 0
     private var gif: UnsafeMutablePointer<GifFileType>?
     private var compositor: GIFCompositor?
+    /// Frames already copied out of the compositor.
     private var frames: [ImageFrame] = []
+    /// Duration of the frame still on the compositor's screen (copied out when the next frame starts, taken
+    /// without a copy when the file ends).
+    private var frameOnScreen: Double?
+    private var frameCount: Int { frames.count + (frameOnScreen == nil ? 0 : 1) }
     /// Graphics control of the next image, from the extension before it.
     private var pendingControl = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
     private var loopCount: Int?
@@ -49,20 +54,18 @@ final class GIFDecodingSession: ImageDecodingSession {
         if let failure { throw failure }
         if complete { return .didCompleteLoading }
         // Cut off: the frames that arrived whole are the image (as browsers show a truncated GIF).
-        guard !frames.isEmpty else { try fail(.truncated) }
-        complete = true
-        properties?.frameCount = frames.count
-        properties?.isAnimated = frames.count > 1
+        guard frameCount > 0 else { try fail(.truncated) }
+        finishLoading()
         return .didCompleteLoading
     }
 
     func render(_ mode: RenderMode, target: TargetSizing) throws -> ImageContainer? {
         if let failure { throw failure }
-        guard let properties, !frames.isEmpty else { return nil }
+        guard let properties, frameCount > 0 else { return nil }
         if !complete {
             // While loading, a view shows the first frame; the animation comes with the complete image.
-            guard mode != .completeImage else { return nil }
-            return ImageContainer(bitmap: try frames[0].bitmap.rendered(orientation: .up, fullSize: properties.dimensions, target: target))
+            guard mode != .completeImage, let first = try frames.first?.bitmap ?? compositor?.snapshot() else { return nil }
+            return ImageContainer(bitmap: try first.rendered(orientation: .up, fullSize: properties.dimensions, target: target))
         }
         let rendered = try frames.map { frame in
             ImageFrame(bitmap: try frame.bitmap.rendered(orientation: .up, fullSize: properties.dimensions, target: target),
@@ -120,7 +123,7 @@ final class GIFDecodingSession: ImageDecodingSession {
             try fail(.corrupt(Self.message(for: error)))
         }
         self.gif = gif
-        compositor = GIFCompositor(width: screen.width, height: screen.height)
+        compositor = try guarded { try GIFCompositor(width: screen.width, height: screen.height) }
         properties = ImageProperties(type: .gif, dimensions: screen, frameCount: 0)
         return true
     }
@@ -163,7 +166,7 @@ final class GIFDecodingSession: ImageDecodingSession {
     }
 
     private func readImage() throws {
-        guard let gif, var compositor, var properties else { return }
+        guard let gif, let compositor, var properties else { return }
         var type = UNDEFINED_RECORD_TYPE
         try check(DGifGetRecordType(gif, &type))
         try check(DGifGetImageDesc(gif))
@@ -171,7 +174,12 @@ final class GIFDecodingSession: ImageDecodingSession {
         let frameSize = PixelSize(width: Int(descriptor.Width), height: Int(descriptor.Height))
         // A frame may stick out of the screen (clipped when drawn), but its rows are still decoded: bound them.
         try guarded { try configuration.limits.check(sourceSize: frameSize) }
-        try guarded { try configuration.limits.check(frameCount: frames.count + 1, of: properties.dimensions) }
+        try guarded { try configuration.limits.check(frameCount: frameCount + 1, of: properties.dimensions) }
+        // The previous frame leaves the screen as a copy before this one changes it.
+        if let duration = frameOnScreen {
+            frames.append(ImageFrame(bitmap: try compositor.snapshot(), duration: duration))
+            frameOnScreen = nil
+        }
 
         let colorMap = descriptor.ColorMap ?? gif.pointee.SColorMap
         let frame = GIFCompositor.Frame(
@@ -190,27 +198,25 @@ final class GIFDecodingSession: ImageDecodingSession {
             try check(line.withUnsafeMutableBufferPointer { DGifGetLine(gif, $0.baseAddress, Int32(frameSize.width)) })
             line.withUnsafeBufferPointer { compositor.draw(row: y, of: frame, indices: $0) }
         }
-        self.compositor = compositor
-
-        let bitmap = try compositor.canvas.withUnsafeBytes { pixels in
-            try Bitmap(width: compositor.width, height: compositor.height) { destination, stride in
-                for y in 0..<compositor.height {
-                    (destination + y * stride).copyMemory(from: pixels.baseAddress! + y * compositor.width * 4, byteCount: compositor.width * 4)
-                }
-            }
-        }
-        frames.append(ImageFrame(bitmap: bitmap, duration: delay < Self.minimumFrameDuration ? Self.clampedFrameDuration : delay))
-        properties.frameCount = frames.count
-        properties.isAnimated = frames.count > 1
+        frameOnScreen = delay < Self.minimumFrameDuration ? Self.clampedFrameDuration : delay
+        properties.frameCount = frameCount
+        properties.isAnimated = frameCount > 1
         properties.hasAlpha = properties.hasAlpha || frame.transparentIndex != nil
-        if frames.count == 1 { properties.isProgressive = frame.interlaced }
+        if frameCount == 1 { properties.isProgressive = frame.interlaced }
         properties.loopCount = loopCount ?? 1
         self.properties = properties
     }
 
     private func finishLoading() {
         complete = true
+        if let duration = frameOnScreen, let compositor {
+            frames.append(ImageFrame(bitmap: compositor.freeze(), duration: duration))
+            frameOnScreen = nil
+            self.compositor = nil
+        }
         properties?.loopCount = loopCount ?? 1
+        properties?.frameCount = frames.count
+        properties?.isAnimated = frames.count > 1
         if frames.isEmpty { failure = .truncated }
     }
 
@@ -232,8 +238,8 @@ final class GIFDecodingSession: ImageDecodingSession {
         try fail(.corrupt(Self.message(for: gif?.pointee.Error ?? 0)))
     }
 
-    private func guarded(_ body: () throws -> Void) throws {
-        do { try body() } catch let error as ImageCodecError { try fail(error) }
+    private func guarded<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as ImageCodecError { try fail(error) }
     }
 
     private func fail(_ error: ImageCodecError) throws -> Never {
