@@ -8,6 +8,22 @@ public enum ImageDetection: Sendable {
     case match
 }
 
+extension ImageDetection {
+    /// Detection by signature: `.match` when `data` starts with one of `signatures` (`nil` bytes match
+    /// anything), `.needMoreData` while it is a prefix of one and more bytes may come, else `.noMatch`.
+    public static func matching(_ data: Data, signatures: [[UInt8?]], isComplete: Bool) -> ImageDetection {
+        let head = Array(data.prefix(signatures.map(\.count).max() ?? 0))
+        var couldMatch = false
+        for signature in signatures {
+            let compared = min(head.count, signature.count)
+            guard zip(head.prefix(compared), signature.prefix(compared)).allSatisfy({ $1 == nil || $0 == $1 }) else { continue }
+            if head.count >= signature.count { return .match }
+            couldMatch = true
+        }
+        return couldMatch && !isComplete ? .needMoreData : .noMatch
+    }
+}
+
 /// What appending bytes to a decoding session achieved (TIP's `TIPImageDecoderAppendResult`).
 public enum DecoderProgress: Int, Sendable, Comparable {
     /// Bytes were taken, nothing new can be shown yet.

@@ -1,3 +1,5 @@
+import CImageCodecs
+
 /// A decoded image: 8-bit RGBA, premultiplied alpha, rows aligned to 64 bytes, immutable.
 ///
 /// A `Bitmap` is a class so a cache hit hands out a reference and never copies pixels. Its memory comes
@@ -100,6 +102,20 @@ public final class Bitmap: @unchecked Sendable {
             for y in 0..<height {
                 dst.baseAddress!.advanced(by: y * width * 4)
                     .copyMemory(from: pixels.advanced(by: y * bytesPerRow), byteCount: width * 4)
+            }
+        }
+        return out
+    }
+
+    /// The pixels with straight (not premultiplied) alpha, packed `width × 4` bytes per row: what encoders of
+    /// formats that store straight alpha (PNG, WebP) take.
+    public func straightAlphaPixels() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: width * height * 4)
+        out.withUnsafeMutableBufferPointer { destination in
+            for y in 0..<height {
+                ipk_unpremultiply_rgba_row(
+                    pixels.advanced(by: y * bytesPerRow).assumingMemoryBound(to: UInt8.self),
+                    destination.baseAddress! + y * width * 4, width)
             }
         }
         return out

@@ -19,11 +19,7 @@ public struct GIFDecoder: ImageDecoder {
 
     /// `GIF87a` or `GIF89a`.
     public func detect(_ data: Data, isComplete: Bool) -> ImageDetection {
-        let head = Array(data.prefix(6))
-        let matches = ["GIF87a", "GIF89a"].contains { Array($0.utf8).starts(with: head) }
-        guard matches else { return .noMatch }
-        if head.count == 6 { return .match }
-        return isComplete ? .noMatch : .needMoreData
+        .matching(data, signatures: ["GIF87a", "GIF89a"].map { $0.utf8.map(Optional.some) }, isComplete: isComplete)
     }
 
     public func makeSession(configuration: DecoderConfiguration, expectedByteCount: Int?) -> any ImageDecodingSession {

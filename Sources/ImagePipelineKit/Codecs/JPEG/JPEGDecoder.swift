@@ -6,11 +6,7 @@ public struct JPEGDecoder: ImageDecoder {
 
     /// `FF D8 FF`: SOI followed by the first marker.
     public func detect(_ data: Data, isComplete: Bool) -> ImageDetection {
-        let magic: [UInt8] = [0xFF, 0xD8, 0xFF]
-        let head = Array(data.prefix(magic.count))
-        guard head == Array(magic.prefix(head.count)) else { return .noMatch }
-        if head.count == magic.count { return .match }
-        return isComplete ? .noMatch : .needMoreData
+        .matching(data, signatures: [[0xFF, 0xD8, 0xFF]], isComplete: isComplete)
     }
 
     /// Progressive files render scan by scan; baseline files row by row.

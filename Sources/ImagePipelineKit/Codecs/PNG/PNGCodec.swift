@@ -19,10 +19,7 @@ public struct PNGDecoder: ImageDecoder {
 
     /// The eight-byte PNG signature.
     public func detect(_ data: Data, isComplete: Bool) -> ImageDetection {
-        let head = Array(data.prefix(PNGHeader.signature.count))
-        guard head == Array(PNGHeader.signature.prefix(head.count)) else { return .noMatch }
-        if head.count == PNGHeader.signature.count { return .match }
-        return isComplete ? .noMatch : .needMoreData
+        .matching(data, signatures: [PNGHeader.signature], isComplete: isComplete)
     }
 
     /// Adam7 files render pass by pass; others row by row.
@@ -43,16 +40,7 @@ public struct PNGEncoder: ImageEncoder {
     public func encode(_ image: ImageContainer, options: EncodingOptions, quality: Double) throws -> Data {
         let bitmap = image.bitmap
         let channels: Int32 = options.contains(.grayscale) ? 1 : options.contains(.noAlpha) ? 3 : 4
-        // PNG stores straight alpha: undo the premultiplication row by row into a packed copy.
-        var straight = [UInt8](repeating: 0, count: bitmap.width * bitmap.height * 4)
-        straight.withUnsafeMutableBufferPointer { destination in
-            for y in 0..<bitmap.height {
-                let row = bitmap.row(y)
-                ipk_unpremultiply_rgba_row(
-                    row.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                    destination.baseAddress! + y * bitmap.width * 4, bitmap.width)
-            }
-        }
+        let straight = bitmap.straightAlphaPixels()   // PNG stores straight alpha
         var message = [CChar](repeating: 0, count: 200)
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0

@@ -1,4 +1,3 @@
-import CImageCodecs
 import CWebP
 import Foundation
 
@@ -22,12 +21,8 @@ public struct WebPDecoder: ImageDecoder {
 
     /// `RIFF` + size + `WEBP`.
     public func detect(_ data: Data, isComplete: Bool) -> ImageDetection {
-        let head = Array(data.prefix(12))
-        let riff = Array("RIFF".utf8), webp = Array("WEBP".utf8)
-        guard riff.starts(with: head.prefix(4)) else { return .noMatch }
-        if head.count > 8, !webp.starts(with: head[8...]) { return .noMatch }
-        if head.count == 12 { return .match }
-        return isComplete ? .noMatch : .needMoreData
+        let signature: [UInt8?] = "RIFF".utf8.map(Optional.some) + [nil, nil, nil, nil] + "WEBP".utf8.map(Optional.some)
+        return .matching(data, signatures: [signature], isComplete: isComplete)
     }
 
     public var supportsProgressiveDecoding: Bool { true }
@@ -45,15 +40,7 @@ public struct WebPEncoder: ImageEncoder {
     /// - Throws: ``ImageCodecError/encodingFailed(_:)`` when libwebp refuses.
     public func encode(_ image: ImageContainer, options: EncodingOptions, quality: Double) throws -> Data {
         let bitmap = image.bitmap
-        // libwebp's encoder takes straight alpha.
-        var straight = [UInt8](repeating: 0, count: bitmap.width * bitmap.height * 4)
-        straight.withUnsafeMutableBufferPointer { destination in
-            for y in 0..<bitmap.height {
-                ipk_unpremultiply_rgba_row(
-                    bitmap.row(y).baseAddress!.assumingMemoryBound(to: UInt8.self),
-                    destination.baseAddress! + y * bitmap.width * 4, bitmap.width)
-            }
-        }
+        let straight = bitmap.straightAlphaPixels()   // libwebp's encoder takes straight alpha
         var output: UnsafeMutablePointer<UInt8>?
         let stride = Int32(bitmap.width * 4)
         let length = quality >= 1
