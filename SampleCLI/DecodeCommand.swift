@@ -6,7 +6,7 @@ import ImagePipelineKit
 struct DecodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decode",
-        abstract: "Decode image files and report format, size, frames, orientation and decode time.",
+        abstract: "Decode JPEG, PNG, GIF and WebP files and report format, size, frames, orientation and decode time.",
         discussion: """
             Each FILE may be a directory: its files are decoded in name order. With --json, prints one \
             JSON object per file: {file, format, width, height, originalWidth, originalHeight, frames, \
