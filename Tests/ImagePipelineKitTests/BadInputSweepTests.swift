@@ -63,6 +63,8 @@ struct BadInputSweepTests {
                 #expect(!expectation.mustFail, "\(name): decoded, but the manifest says \(expectation.expected)")
             }
         }
-        print("bad-input sweep: \(expectations.count) files; slowest successful decode \(slowest.file) \(slowest.ms) ms")
+        // stderr, unbuffered: the line appears in order, before the runner's closing line.
+        FileHandle.standardError.write(Data(
+            "bad-input sweep: \(expectations.count) files; slowest successful decode \(slowest.file) \(slowest.ms) ms\n".utf8))
     }
 }
