@@ -17,6 +17,8 @@ let package = Package(
         .systemLibrary(name: "CGIF", pkgConfig: "libgif", providers: [.apt(["libgif-dev"])]),
         .systemLibrary(name: "CEXIF", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
         .systemLibrary(name: "CWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
+        // SQLite for the disk cache's index.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // libwebpmux's animation encoder: only the tests use it, to make animated WebP fixtures.
         .systemLibrary(name: "CWebPMux", pkgConfig: "libwebpmux", providers: [.apt(["libwebp-dev"])]),
         // Our C: every libjpeg/libpng call that can fail lives here behind a setjmp error manager,
@@ -27,7 +29,7 @@ let package = Package(
         ),
         .target(
             name: "ImagePipelineKit",
-            dependencies: ["CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP"]
+            dependencies: ["CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CSQLite"]
         ),
         .executableTarget(
             name: "SampleCLI",

@@ -64,8 +64,8 @@ public struct PartialImageData: Sendable, Equatable {
     func isExpired(at now: Date) -> Bool { now.timeIntervalSince(lastAccess) > timeToLive }
 }
 
-/// What the memory cache holds for one identifier: a complete image's bytes, a partial download, or both.
-public struct MemoryCacheEntry: CacheCosting {
+/// What the memory or disk cache holds for one identifier: a complete image's bytes, a partial download, or both.
+public struct CacheEntry: CacheCosting {
     public var complete: CachedImageData?
     public var partial: PartialImageData?
 
@@ -88,9 +88,9 @@ public struct MemoryCacheEntry: CacheCosting {
 /// the global memory limits (``GlobalConfiguration``).
 public final class MemoryCache: Sendable {
     let owner: String
-    private let pool: CachePool<MemoryCacheEntry>
+    private let pool: CachePool<CacheEntry>
 
-    init(owner: String, pool: CachePool<MemoryCacheEntry>) {
+    init(owner: String, pool: CachePool<CacheEntry>) {
         self.owner = owner
         self.pool = pool
     }
@@ -101,8 +101,8 @@ public final class MemoryCache: Sendable {
 
     /// The unexpired parts of the entry for `identifier`; expired parts are dropped, and the access
     /// refreshes the TTL of parts that update expiry on access.
-    public func entry(for identifier: String, now: Date = Date()) -> MemoryCacheEntry? {
-        let result = pool.access(owner: owner, key: identifier) { (entry: inout MemoryCacheEntry) -> MemoryCacheEntry? in
+    public func entry(for identifier: String, now: Date = Date()) -> CacheEntry? {
+        let result = pool.access(owner: owner, key: identifier) { (entry: inout CacheEntry) -> CacheEntry? in
             if entry.complete?.isExpired(at: now) == true { entry.complete = nil }
             if entry.partial?.isExpired(at: now) == true { entry.partial = nil }
             if entry.isEmpty { return nil }
@@ -122,7 +122,7 @@ public final class MemoryCache: Sendable {
     public func storeComplete(_ image: CachedImageData, identifier: String, forced: Bool = false) -> Bool {
         let maxEntryBytes = pool.limits.maxEntryBytes
         let result = pool.update(owner: owner, key: identifier) { current in
-            var entry = forced ? MemoryCacheEntry(partial: current?.partial) : (current ?? MemoryCacheEntry())
+            var entry = forced ? CacheEntry(partial: current?.partial) : (current ?? CacheEntry())
             if let existing = entry.complete, !Self.completeShouldReplace(existing, with: image) {
                 return current
             }
@@ -143,7 +143,7 @@ public final class MemoryCache: Sendable {
         let maxEntryBytes = pool.limits.maxEntryBytes
         let area = partial.dimensions?.area ?? 0
         let result = pool.update(owner: owner, key: identifier) { current in
-            var entry = current ?? MemoryCacheEntry()
+            var entry = current ?? CacheEntry()
             if let old = entry.partial, (old.dimensions?.area ?? 0) > area { return current }
             if let complete = entry.complete, complete.dimensions.area >= area, complete.url == partial.url { return current }
             entry.partial = partial
@@ -170,7 +170,7 @@ public final class MemoryCache: Sendable {
     }
 
     /// Identifiers and entries, most recently used first (for inspection).
-    public var entries: [(identifier: String, entry: MemoryCacheEntry)] {
+    public var entries: [(identifier: String, entry: CacheEntry)] {
         pool.entries(owner: owner).map { ($0.key, $0.entry) }
     }
 
@@ -187,7 +187,7 @@ public final class MemoryCache: Sendable {
     }
 
     /// An entry over the per-entry cap loses its partial first, then its complete image.
-    static func trimmed(_ entry: MemoryCacheEntry, maxEntryBytes: Int) -> MemoryCacheEntry? {
+    static func trimmed(_ entry: CacheEntry, maxEntryBytes: Int) -> CacheEntry? {
         var entry = entry
         if entry.cost > maxEntryBytes { entry.partial = nil }
         if entry.cost > maxEntryBytes { entry.complete = nil }

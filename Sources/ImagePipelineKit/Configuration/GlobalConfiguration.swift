@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Limits and totals shared by every pipeline (TIP's `TIPGlobalConfiguration`, tip-behaviour a7, b11).
 ///
@@ -27,7 +28,9 @@ public final class GlobalConfiguration: Sendable {
     public static let defaultMaxRatioSizeOfCacheEntry = 6
 
     let renderedPool: CachePool<RenderedCollection>
-    let memoryPool: CachePool<MemoryCacheEntry>
+    let memoryPool: CachePool<CacheEntry>
+    let diskPool: DiskCachePool
+    private let observer = Mutex<(any ProblemObserver)?>(nil)
 
     /// A configuration with TIP's defaults and caches of its own.
     public init() {
@@ -39,6 +42,23 @@ public final class GlobalConfiguration: Sendable {
         memoryPool = CachePool(
             limits: .init(maxBytes: Self.defaultMaxBytesForAllMemoryCaches,
                           maxCount: Self.defaultMaxCountForAllMemoryCaches, maxEntryRatio: ratio))
+        diskPool = DiskCachePool(
+            limits: .init(maxBytes: Self.defaultMaxBytesForAllDiskCaches,
+                          maxCount: Self.defaultMaxCountForAllDiskCaches, maxEntryRatio: ratio))
+        diskPool.configuration = self
+    }
+
+    // MARK: - Problems
+
+    /// Hears about non-fatal anomalies (``ImagePipelineProblem``). Held strongly, as TIP does.
+    public var problemObserver: (any ProblemObserver)? {
+        get { observer.withLock { $0 } }
+        set { observer.withLock { $0 = newValue } }
+    }
+
+    /// Reports `problem` to the observer, on the calling thread.
+    func report(_ problem: ImagePipelineProblem) {
+        problemObserver?.problemWasEncountered(problem)
     }
 
     // MARK: - Limits
@@ -53,6 +73,24 @@ public final class GlobalConfiguration: Sendable {
     public var maxBytesForAllMemoryCaches: Int {
         get { memoryPool.limits.maxBytes }
         set { setLimit(memoryPool, \.maxBytes, newValue, default: Self.defaultMaxBytesForAllMemoryCaches) }
+    }
+
+    /// Most bytes all disk caches hold together (image files and partial downloads).
+    public var maxBytesForAllDiskCaches: Int {
+        get { diskPool.limits.maxBytes }
+        set {
+            let value = newValue < 0 ? Self.defaultMaxBytesForAllDiskCaches : newValue
+            diskPool.updateLimits { $0.maxBytes = value }
+        }
+    }
+
+    /// Most entries all disk caches hold together; 0 = no count limit.
+    public var maxCountForAllDiskCaches: Int {
+        get { diskPool.limits.maxCount }
+        set {
+            let value = newValue < 0 ? Self.defaultMaxCountForAllDiskCaches : newValue
+            diskPool.updateLimits { $0.maxCount = value }
+        }
     }
 
     /// Most entries (identifiers) all rendered caches hold together; 0 = no count limit.
@@ -74,6 +112,7 @@ public final class GlobalConfiguration: Sendable {
             let ratio = newValue < 0 ? Self.defaultMaxRatioSizeOfCacheEntry : newValue
             renderedPool.updateLimits { $0.maxEntryRatio = ratio }
             memoryPool.updateLimits { $0.maxEntryRatio = ratio }
+            diskPool.updateLimits { $0.maxEntryRatio = ratio }
         }
     }
 
@@ -83,6 +122,10 @@ public final class GlobalConfiguration: Sendable {
     public var totalBytesForAllRenderedCaches: Int { renderedPool.totalBytes }
     /// Bytes held by all memory caches now.
     public var totalBytesForAllMemoryCaches: Int { memoryPool.totalBytes }
+    /// Bytes held by all disk caches now.
+    public var totalBytesForAllDiskCaches: Int { diskPool.totalBytes }
+    /// Entries held by all disk caches now.
+    public var totalCountForAllDiskCaches: Int { diskPool.totalCount }
     /// Entries held by all rendered caches now.
     public var totalCountForAllRenderedCaches: Int { renderedPool.totalCount }
     /// Entries held by all memory caches now.
@@ -98,6 +141,9 @@ public final class GlobalConfiguration: Sendable {
         renderedPool.removeAll()
         memoryPool.removeAll()
     }
+
+    /// Empties every pipeline's disk cache.
+    public func clearAllDiskCaches() { diskPool.clearAll() }
 
     /// Forgets every rendition of `identifier` in every pipeline.
     public func clearAllRenderedMemoryCacheImages(identifier: String) { renderedPool.removeEverywhere(key: identifier) }

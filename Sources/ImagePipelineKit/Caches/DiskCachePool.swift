@@ -1,0 +1,95 @@
+import Foundation
+
+/// Every pipeline's disk cache behind one lock, with the global disk limits (tip-behaviour b11).
+///
+/// TIP serialises all disk caches on one queue; here one lock plays that part, so pruning after a write can
+/// evict from other pipelines' caches atomically. Disk work is done while holding it — never call in from
+/// the delegate queue.
+final class DiskCachePool: @unchecked Sendable {
+    // @unchecked: every stored property here, and every DiskCache's index, pending touches and files, is
+    // touched only while `lock` is held.
+    // Recursive: pruning loads a weak cache reference under the lock, and if that turns out to be the last
+    // reference, the cache's deinit (which takes the lock to give back its totals) runs right there.
+    private let lock = NSRecursiveLock()
+    private var currentLimits: CacheLimits
+    private var caches: [String: WeakDiskCache] = [:]
+    private var bytes: [String: Int] = [:]
+    private var counts: [String: Int] = [:]
+    weak var configuration: GlobalConfiguration?
+
+    private struct WeakDiskCache {
+        weak var cache: DiskCache?
+    }
+
+    init(limits: CacheLimits) {
+        currentLimits = limits
+    }
+
+    /// Runs `body` holding the disk lock (the only way to touch a disk cache's index or files).
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    var limits: CacheLimits { withLock { currentLimits } }
+
+    func updateLimits(_ body: (inout CacheLimits) -> Void) {
+        withLock {
+            body(&currentLimits)
+            _locked_prune(priority: nil)
+        }
+    }
+
+    var totalBytes: Int { withLock { bytes.values.reduce(0, +) } }
+    var totalCount: Int { withLock { counts.values.reduce(0, +) } }
+
+    func _locked_limits() -> CacheLimits { currentLimits }
+
+    func _locked_register(_ cache: DiskCache, owner: String, bytes: Int, count: Int) {
+        caches[owner] = WeakDiskCache(cache: cache)
+        self.bytes[owner] = bytes
+        counts[owner] = count
+    }
+
+    /// A released disk cache gives back its totals (its files stay on disk for the next open).
+    func _locked_unregister(owner: String) {
+        caches[owner] = nil
+        bytes[owner] = nil
+        counts[owner] = nil
+    }
+
+    func _locked_adjust(owner: String, bytes delta: Int, count countDelta: Int) {
+        bytes[owner, default: 0] += delta
+        counts[owner, default: 0] += countDelta
+    }
+
+    func _locked_report(_ problem: ImagePipelineProblem) {
+        configuration?.report(problem)
+    }
+
+    /// tip-behaviour b11: least recently used entries of the *other* pipelines go first, one per pipeline per
+    /// round, then the written pipeline's own, until bytes and count are within the limits.
+    func _locked_prune(priority: String?) {
+        func isOver() -> Bool {
+            bytes.values.reduce(0, +) > currentLimits.maxBytes
+                || (currentLimits.maxCount > 0 && counts.values.reduce(0, +) > currentLimits.maxCount)
+        }
+        while isOver() {
+            var tookFromOthers = false
+            for (owner, reference) in caches where owner != priority {
+                guard let cache = reference.cache, cache._locked_evictLeastRecentlyUsed() else { continue }
+                tookFromOthers = true
+                if !isOver() { return }
+            }
+            if tookFromOthers { continue }
+            guard let priority, let cache = caches[priority]?.cache, cache._locked_evictLeastRecentlyUsed() else { return }
+        }
+    }
+
+    func clearAll() {
+        withLock {
+            for reference in caches.values { reference.cache?._locked_removeAll() }
+        }
+    }
+}

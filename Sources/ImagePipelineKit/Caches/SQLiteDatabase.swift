@@ -1,0 +1,148 @@
+import CSQLite
+import Foundation
+
+/// Why the disk cache could not do something.
+public enum DiskCacheError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// SQLite refused (the index file is unreadable, locked by another process, or corrupt).
+    case index(String)
+    /// A file operation failed; `errno` says why (ENOSPC: the disk is full).
+    case file(operation: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .index(let message): "disk cache index: \(message)"
+        case .file(let operation, let code): "disk cache \(operation): \(String(cString: strerror(code)))"
+        }
+    }
+}
+
+/// A small SQLite connection: prepared statements, transactions, nothing else.
+///
+/// Not thread-safe: its owner (a ``DiskCache``) uses it only under the disk caches' lock.
+final class SQLiteDatabase {
+    private var handle: OpaquePointer?
+    private var statements: [String: Statement] = [:]
+
+    /// Opens (creating) the database at `path` in WAL mode: readers never block the writer, and a crash
+    /// leaves the last committed transaction intact.
+    init(path: String) throws(DiskCacheError) {
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
+            sqlite3_close(handle)
+            handle = nil
+            throw .index(message)
+        }
+        sqlite3_busy_timeout(handle, 2000)
+        try execute("PRAGMA journal_mode=WAL")
+        // NORMAL in WAL mode: a power cut may lose the last transactions, never consistency.
+        try execute("PRAGMA synchronous=NORMAL")
+    }
+
+    deinit {
+        statements.values.forEach { $0.finalize() }
+        sqlite3_close(handle)
+    }
+
+    func execute(_ sql: String) throws(DiskCacheError) {
+        var error: UnsafeMutablePointer<CChar>?
+        guard sqlite3_exec(handle, sql, nil, nil, &error) == SQLITE_OK else {
+            let message = error.map { String(cString: $0) } ?? "error"
+            sqlite3_free(error)
+            throw .index(message)
+        }
+    }
+
+    /// A prepared statement for `sql`, cached: reset and rebound on every use.
+    func statement(_ sql: String) throws(DiskCacheError) -> Statement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var prepared: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &prepared, nil) == SQLITE_OK, let prepared else {
+            throw .index(String(cString: sqlite3_errmsg(handle)))
+        }
+        let statement = Statement(prepared, database: self)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs `body` in one transaction: all of it commits, or none of it.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    fileprivate var lastError: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// One prepared statement with positional parameters (1-based) and columns (0-based).
+    final class Statement {
+        private let pointer: OpaquePointer
+        private unowned let database: SQLiteDatabase
+
+        fileprivate init(_ pointer: OpaquePointer, database: SQLiteDatabase) {
+            self.pointer = pointer
+            self.database = database
+        }
+
+        fileprivate func finalize() { sqlite3_finalize(pointer) }
+
+        func reset() {
+            sqlite3_reset(pointer)
+            sqlite3_clear_bindings(pointer)
+        }
+
+        @discardableResult
+        func bind(_ values: [SQLiteValue]) -> Statement {
+            for (offset, value) in values.enumerated() {
+                let index = Int32(offset + 1)
+                switch value {
+                case .integer(let number): sqlite3_bind_int64(pointer, index, Int64(number))
+                case .real(let number): sqlite3_bind_double(pointer, index, number)
+                // SQLITE_TRANSIENT: SQLite copies the text before this call returns.
+                case .text(let text): sqlite3_bind_text(pointer, index, text, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+                case .null: sqlite3_bind_null(pointer, index)
+                }
+            }
+            return self
+        }
+
+        /// Advances to the next row: `true` while there is one.
+        func step() throws(DiskCacheError) -> Bool {
+            switch sqlite3_step(pointer) {
+            case SQLITE_ROW: return true
+            case SQLITE_DONE: return false
+            default: throw .index(database.lastError)
+            }
+        }
+
+        /// Runs a statement that returns no rows.
+        func run() throws(DiskCacheError) {
+            _ = try step()
+        }
+
+        func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(pointer, column)) }
+        func double(_ column: Int32) -> Double { sqlite3_column_double(pointer, column) }
+        func text(_ column: Int32) -> String? {
+            sqlite3_column_text(pointer, column).map { String(cString: $0) }
+        }
+    }
+}
+
+/// A value bound to a statement parameter.
+enum SQLiteValue {
+    case integer(Int)
+    case real(Double)
+    case text(String)
+    case null
+
+    static func optional(_ text: String?) -> SQLiteValue { text.map(SQLiteValue.text) ?? .null }
+}

@@ -1,0 +1,15 @@
+/// A non-fatal anomaly (TIP's "problems"): the operation goes on, and the problem observer hears about it.
+public enum ImagePipelineProblem: Sendable, Equatable {
+    /// A disk entry's file was missing, truncated or replaced behind the index's back (a crash between a
+    /// file write and its index commit, or an outside hand). The entry was removed so a fetch can replace it.
+    case diskCacheEntryCorrupt(identifier: String, reason: String)
+    /// An image was larger than one disk entry may be (``GlobalConfiguration/maxRatioSizeOfCacheEntry``).
+    case imageTooLargeToStoreInDiskCache(identifier: String, bytes: Int)
+    /// Writing an entry failed (a full disk, say); the entry that was there before is untouched.
+    case diskCacheWriteFailed(identifier: String, error: DiskCacheError)
+}
+
+/// Hears about problems (TIP's `TIPProblemObserver`). Called on the thread that met the problem.
+public protocol ProblemObserver: AnyObject, Sendable {
+    func problemWasEncountered(_ problem: ImagePipelineProblem)
+}

@@ -1,0 +1,184 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ImagePipelineKit
+
+/// Collects reported problems.
+final class ProblemLog: ProblemObserver, @unchecked Sendable {
+    // @unchecked: `problems` is only touched under `lock`.
+    private let lock = NSLock()
+    private var problems: [ImagePipelineProblem] = []
+    func problemWasEncountered(_ problem: ImagePipelineProblem) { lock.withLock { problems.append(problem) } }
+    var all: [ImagePipelineProblem] { lock.withLock { problems } }
+}
+
+/// A file system whose writes fail with ENOSPC while `full` is set: a disk that filled up.
+final class FillingFileSystem: CacheFileSystem, @unchecked Sendable {
+    // @unchecked: `full` is an atomic flag.
+    private let posix = POSIXCacheFileSystem()
+    let full = Atomic<Bool>(false)
+    func write(_ data: Data, to path: String) throws(DiskCacheError) {
+        if full.load(ordering: .relaxed) {
+            // A real full disk leaves a partly written file behind before failing.
+            try? posix.write(data.prefix(data.count / 2), to: path)
+            throw .file(operation: "write", errno: ENOSPC)
+        }
+        try posix.write(data, to: path)
+    }
+    func rename(_ source: String, to destination: String) throws(DiskCacheError) { try posix.rename(source, to: destination) }
+    func remove(_ path: String) { posix.remove(path) }
+    func read(_ path: String) throws(DiskCacheError) -> (data: Data, inode: UInt64) { try posix.read(path) }
+    func inode(of path: String) -> UInt64? { posix.inode(of: path) }
+    func createDirectory(_ path: String) throws(DiskCacheError) { try posix.createDirectory(path) }
+    func contentsOfDirectory(_ path: String) -> [String] { posix.contentsOfDirectory(path) }
+}
+
+@Suite("Disk cache (tip-behaviour b10, b11, b15 done better)")
+struct DiskCacheTests {
+    let configuration = GlobalConfiguration()
+    let problems = ProblemLog()
+    let root: String
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-disk-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        configuration.problemObserver = problems
+    }
+
+    func cache(_ owner: String, fileSystem: any CacheFileSystem = POSIXCacheFileSystem()) throws -> DiskCache {
+        try DiskCache(directory: root + "/" + owner, owner: owner, pool: configuration.diskPool, fileSystem: fileSystem)
+    }
+
+    func image(_ bytes: Int, width: Int = 100, seed: UInt8 = 1, url: String = "http://t/a", ttl: TimeInterval = 3600,
+               at date: Date = Date()) -> CachedImageData {
+        CachedImageData(data: Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }), url: URL(string: url)!,
+                        dimensions: PixelSize(width: width, height: width), timeToLive: ttl, lastAccess: date)
+    }
+
+    @Test("Entries survive closing and reopening the cache, with their metadata and totals")
+    func persistence() throws {
+        let stored = image(5000)
+        var first: DiskCache? = try cache("p")
+        #expect(first?.storeComplete(stored, identifier: "I") == true)
+        #expect(configuration.totalBytesForAllDiskCaches == 5000)
+        first = nil
+        #expect(configuration.totalBytesForAllDiskCaches == 0)   // released: totals given back
+        let reopened = try cache("p")
+        #expect(configuration.totalBytesForAllDiskCaches == 5000 && configuration.totalCountForAllDiskCaches == 1)
+        let entry = try #require(reopened.entry(for: "I")?.complete)
+        #expect(entry.data == stored.data && entry.url == stored.url && entry.dimensions == stored.dimensions)
+        #expect(FileManager.default.fileExists(atPath: root + "/p/I"))
+    }
+
+    @Test("Hostile identifiers never leave the pipeline's directory", arguments: [
+        "../x", "/etc/passwd", "..", "a/../../b", String(repeating: "é", count: 5000),
+        String(decoding: [0x2E, 0x2E, 0x2F, 0xFF, 0xFE], as: UTF8.self),
+    ])
+    func hostileIdentifiers(_ identifier: String) throws {
+        let p = try cache("p")
+        #expect(p.storeComplete(image(10), identifier: identifier))
+        #expect(p.entry(for: identifier)?.complete?.data == image(10).data)
+        let outside = try FileManager.default.contentsOfDirectory(atPath: root)
+        #expect(outside == ["p"])
+    }
+
+    @Test("A truncated or replaced file is detected on read, removed and reported; the next store replaces it")
+    func corruption() throws {
+        let p = try cache("p")
+        p.storeComplete(image(4000), identifier: "truncated")
+        p.storeComplete(image(4000), identifier: "replaced")
+        truncate(root + "/p/truncated", 100)
+        // Another file renamed over the entry: the crash-between-rename-and-commit case.
+        try Data(count: 4000).write(to: URL(fileURLWithPath: root + "/p/other"))
+        rename(root + "/p/other", root + "/p/replaced")
+        #expect(p.entry(for: "truncated") == nil)
+        #expect(p.entry(for: "replaced") == nil)
+        let corrupt = problems.all.filter { if case .diskCacheEntryCorrupt = $0 { true } else { false } }
+        #expect(corrupt.count == 2)
+        #expect(p.totalCount == 0 && configuration.totalBytesForAllDiskCaches == 0)
+        #expect(p.storeComplete(image(4000), identifier: "replaced"))
+        #expect(p.entry(for: "replaced")?.complete?.data == image(4000).data)
+    }
+
+    @Test("A full disk loses no existing entry: the failed write is reported and the old bytes stay readable")
+    func fullDisk() throws {
+        let fileSystem = FillingFileSystem()
+        let p = try cache("p", fileSystem: fileSystem)
+        let original = image(3000, width: 100, seed: 1)
+        #expect(p.storeComplete(original, identifier: "I"))
+        fileSystem.full.store(true, ordering: .relaxed)
+        #expect(!p.storeComplete(image(6000, width: 200, seed: 9), identifier: "I"))
+        #expect(!p.storeComplete(image(10, seed: 3), identifier: "new"))
+        fileSystem.full.store(false, ordering: .relaxed)
+        #expect(p.entry(for: "I")?.complete?.data == original.data)
+        #expect(p.entry(for: "new") == nil)
+        #expect(problems.all.contains(.diskCacheWriteFailed(identifier: "I", error: .file(operation: "write", errno: ENOSPC))))
+        // No temporary file is left behind.
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: root + "/p")).filter { $0.hasPrefix("%write") }.isEmpty)
+    }
+
+    @Test("Global disk limits: other pipelines' least recently used entries go first (b11)")
+    func pruning() throws {
+        configuration.maxCountForAllDiskCaches = 2
+        let p1 = try cache("p1"), p2 = try cache("p2")
+        let start = Date(timeIntervalSinceReferenceDate: 1_000_000)
+        for (offset, name) in ["a", "b", "c"].enumerated() {
+            p1.storeComplete(image(10, at: start + Double(offset)), identifier: name)
+        }
+        #expect(p1.entries.map(\.identifier) == ["c", "b"])
+        p2.storeComplete(image(10, at: start + 10), identifier: "z")
+        #expect(p1.entries.map(\.identifier) == ["c"])
+        #expect(p2.entries.map(\.identifier) == ["z"])
+        #expect(configuration.totalCountForAllDiskCaches == 2)
+        #expect(!FileManager.default.fileExists(atPath: root + "/p1/a"))
+    }
+
+    @Test("Scenario 43: an entry over 1/6 of the disk limit is refused and reported; ratio 0 lifts the cap")
+    func perEntryCap() throws {
+        configuration.maxBytesForAllDiskCaches = 6000
+        let p = try cache("p")
+        #expect(!p.storeComplete(image(2000), identifier: "big"))
+        #expect(problems.all.contains(.imageTooLargeToStoreInDiskCache(identifier: "big", bytes: 2000)))
+        configuration.maxRatioSizeOfCacheEntry = 0
+        #expect(p.storeComplete(image(2000), identifier: "big"))
+    }
+
+    @Test("TTL: an expired entry is deleted on read")
+    func timeToLive() throws {
+        let p = try cache("p")
+        let start = Date(timeIntervalSinceReferenceDate: 1_000_000)
+        p.storeComplete(image(10, ttl: 10, at: start), identifier: "I")
+        #expect(p.entry(for: "I", now: start + 5) != nil)
+        #expect(p.entry(for: "I", now: start + 16) == nil)
+        #expect(p.totalCount == 0)
+    }
+
+    @Test("Partials: kept with validators for resuming, shown with progress, evicted by a complete image")
+    func partials() throws {
+        let p = try cache("p")
+        let partial = PartialImageData(data: Data(count: 300), url: URL(string: "http://t/a")!,
+                                       dimensions: PixelSize(width: 100, height: 100), expectedByteCount: 1000,
+                                       lastModified: "Wed, 15 Nov 1995 04:58:08 GMT", entityTag: "\"v1\"")
+        #expect(p.storePartial(partial, identifier: "I"))
+        let read = try #require(p.entry(for: "I")?.partial)
+        #expect(read.lastModified == partial.lastModified && read.entityTag == "\"v1\"" && read.expectedByteCount == 1000)
+        #expect(p.entries.first?.progress == 0.3 && p.entries.first?.isPartial == true)
+        #expect(FileManager.default.fileExists(atPath: root + "/p/I%tmp"))
+        p.storeComplete(image(50), identifier: "I")
+        #expect(p.entry(for: "I")?.partial == nil)
+        #expect(!FileManager.default.fileExists(atPath: root + "/p/I%tmp"))
+    }
+
+    @Test("Opening removes what crashed writes left behind, without listing the directory on the open path")
+    func orphans() async throws {
+        try FileManager.default.createDirectory(atPath: root + "/p", withIntermediateDirectories: true)
+        try Data(count: 10).write(to: URL(fileURLWithPath: root + "/p/%write-123"))
+        let p = try cache("p")
+        p.storeComplete(image(10), identifier: "kept")
+        for _ in 0..<200 where FileManager.default.fileExists(atPath: root + "/p/%write-123") {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(!FileManager.default.fileExists(atPath: root + "/p/%write-123"))
+        #expect(p.entry(for: "kept") != nil)
+    }
+}
