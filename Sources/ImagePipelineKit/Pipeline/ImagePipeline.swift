@@ -1,0 +1,85 @@
+import Foundation
+import Synchronization
+
+/// Why a pipeline could not be created.
+public enum ImagePipelineError: Error, Hashable, Sendable {
+    /// Empty, or with characters outside `[A-Za-z0-9._-]` (or exactly `.`/`..`).
+    case invalidIdentifier(String)
+    /// A live pipeline already has this identifier (TIP's scenario 1).
+    case identifierInUse(String)
+}
+
+/// A named set of caches — rendered, memory and disk — that fetches and stores go through (TIP's
+/// `TIPImagePipeline`, tip-behaviour a1).
+///
+/// Identifiers are unique among live pipelines; releasing a pipeline frees its identifier and gives its
+/// rendered and memory bytes back to the global totals (its disk entries stay for the next pipeline with the
+/// same identifier). Every pipeline's caches share the limits of its ``GlobalConfiguration``.
+public final class ImagePipeline: Sendable {
+    /// The pipeline's name, also its directory's name under the cache root.
+    public let identifier: String
+    /// Decoded, scaled images, looked up synchronously.
+    public let renderedCache: RenderedCache
+    /// Encoded image bytes and partial downloads in memory.
+    public let memoryCache: MemoryCache
+    /// Encoded image bytes and partial downloads on disk; `nil` when the directory could not be created (the
+    /// pipeline then runs without a disk cache, as TIP does).
+    public let diskCache: DiskCache?
+    /// The configuration whose limits the caches share.
+    public let configuration: GlobalConfiguration
+
+    private static let live = Mutex<Set<String>>([])
+
+    /// `$XDG_CACHE_HOME/ImagePipelineKit`, else `~/.cache/ImagePipelineKit`.
+    public static var defaultCacheRoot: URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
+        return base.appendingPathComponent("ImagePipelineKit")
+    }
+
+    /// A pipeline named `identifier`, its disk cache in `cacheRoot/identifier`.
+    /// - Throws: ``ImagePipelineError`` for an invalid identifier or one a live pipeline holds.
+    public init(
+        identifier: String, configuration: GlobalConfiguration = .shared, cacheRoot: URL = ImagePipeline.defaultCacheRoot,
+        fileSystem: any CacheFileSystem = POSIXCacheFileSystem()
+    ) throws(ImagePipelineError) {
+        guard Self.isValid(identifier) else { throw .invalidIdentifier(identifier) }
+        let claimed = Self.live.withLock { $0.insert(identifier).inserted }
+        guard claimed else { throw .identifierInUse(identifier) }
+        self.identifier = identifier
+        self.configuration = configuration
+        renderedCache = RenderedCache(owner: identifier, pool: configuration.renderedPool)
+        memoryCache = MemoryCache(owner: identifier, pool: configuration.memoryPool)
+        diskCache = try? DiskCache(
+            directory: cacheRoot.appendingPathComponent(identifier).path, owner: identifier,
+            pool: configuration.diskPool, fileSystem: fileSystem)
+    }
+
+    deinit {
+        _ = Self.live.withLock { $0.remove(identifier) }
+    }
+
+    /// Identifiers of the pipelines with a directory under `cacheRoot`, loaded in this process or not.
+    public static func knownIdentifiers(cacheRoot: URL = ImagePipeline.defaultCacheRoot) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: cacheRoot.path)) ?? []
+        return names.filter { name in
+            var isDirectory: ObjCBool = false
+            return isValid(name) && FileManager.default.fileExists(
+                atPath: cacheRoot.appendingPathComponent(name).path, isDirectory: &isDirectory) && isDirectory.boolValue
+        }.sorted()
+    }
+
+    /// Non-empty, only `[A-Za-z0-9._-]`, and not a directory alias.
+    static func isValid(_ identifier: String) -> Bool {
+        !identifier.isEmpty && identifier != "." && identifier != ".." && identifier.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                true
+            default:
+                false
+            }
+        }
+    }
+}
