@@ -10,6 +10,6 @@ struct SampleCLI: ParsableCommand {
             Subcommands so far: decode, bench. The scroll simulation, fetch, inspect and serve \
             arrive with the pipeline.
             """,
-        subcommands: [DecodeCommand.self, BenchCommand.self]
+        subcommands: [DecodeCommand.self, BenchCommand.self, CacheTortureCommand.self]
     )
 }

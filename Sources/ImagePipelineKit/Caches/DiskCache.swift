@@ -54,7 +54,12 @@ public final class DiskCache: @unchecked Sendable {
         let totals = try database.statement("SELECT COALESCE(SUM(bytes), 0), COUNT(*) FROM entries")
         _ = try totals.step()
         let (bytes, count) = (totals.int(0), totals.int(1))
-        pool.withLock { pool._locked_register(self, owner: owner, bytes: bytes, count: count) }
+        pool.withLock {
+            pool._locked_register(self, owner: owner, bytes: bytes, count: count)
+            // A crash between a write's commit and its pruning can leave the cache over the limits: enforce
+            // them now, as TIP prunes after loading its manifest.
+            pool._locked_prune(priority: nil)
+        }
         DispatchQueue.global(qos: .utility).async { [weak self] in self?.removeOrphans() }
     }
 
