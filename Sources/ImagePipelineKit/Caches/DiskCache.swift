@@ -60,7 +60,9 @@ public final class DiskCache: @unchecked Sendable {
             // them now, as TIP prunes after loading its manifest.
             pool._locked_prune(priority: nil)
         }
-        DispatchQueue.global(qos: .utility).async { [weak self] in self?.removeOrphans() }
+        // The sweep holds what it needs, not the cache: releasing the cache must give its totals back at once.
+        let sweep = OrphanSweep(pool: pool, database: database, fileSystem: fileSystem, directory: directory)
+        DispatchQueue.global(qos: .utility).async { sweep.run() }
     }
 
     deinit {
@@ -347,16 +349,25 @@ public final class DiskCache: @unchecked Sendable {
         }
         keys.forEach(_locked_delete)
     }
+}
 
-    /// Files no row names: leftovers of writes a crash interrupted, or files an index rollback forgot.
-    private func removeOrphans() {
+/// Removes files no index row names: leftovers of writes a crash interrupted. Runs once per open, in the
+/// background, under the disk lock.
+private struct OrphanSweep: @unchecked Sendable {
+    // @unchecked: `database` is only used under `pool`'s lock.
+    let pool: DiskCachePool
+    let database: SQLiteDatabase
+    let fileSystem: any CacheFileSystem
+    let directory: String
+
+    func run() {
         pool.withLock {
             guard let statement = try? database.statement("SELECT file FROM entries") else { return }
             var known: Set<String> = []
             while (try? statement.step()) == true { if let name = statement.text(0) { known.insert(name) } }
             for name in fileSystem.contentsOfDirectory(directory)
             where !known.contains(name) && !name.hasPrefix("%index.sqlite") {
-                fileSystem.remove(path(name))
+                fileSystem.remove(directory + "/" + name)
             }
         }
     }
