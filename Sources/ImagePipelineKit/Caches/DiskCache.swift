@@ -25,6 +25,7 @@ public final class DiskCache: @unchecked Sendable {
     private let fileSystem: any CacheFileSystem
     private let database: SQLiteDatabase
     private var pendingTouches: [EntryKey: Date] = [:]
+    private var removesDirectory = false
     /// Touches kept in memory before one transaction writes them.
     static let touchBatchSize = 64
 
@@ -69,7 +70,16 @@ public final class DiskCache: @unchecked Sendable {
         pool.withLock {
             try? _locked_flushTouches()
             pool._locked_unregister(owner: owner)
+            if removesDirectory, (try? scalar("SELECT COUNT(*) FROM entries")) == 0 {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
         }
+    }
+
+    /// Set by a cleared pipeline: when the cache is released still empty, its directory (index included) goes.
+    public var removesDirectoryWhenReleasedEmpty: Bool {
+        get { pool.withLock { removesDirectory } }
+        set { pool.withLock { removesDirectory = newValue } }
     }
 
     // MARK: - Reading
@@ -175,6 +185,43 @@ public final class DiskCache: @unchecked Sendable {
     /// Deletes every entry.
     public func removeAll() {
         pool.withLock { _locked_removeAll() }
+    }
+
+    /// Moves `identifier`'s entry (both parts) to `newIdentifier`, replacing what `newIdentifier` had.
+    /// - Throws: ``DiskCacheError/file(operation:errno:)`` with ENOENT when there is nothing to move.
+    public func changeIdentifier(_ identifier: String, to newIdentifier: String) throws(DiskCacheError) {
+        let failure: DiskCacheError? = pool.withLock {
+            try? _locked_flushTouches()
+            var moved = false
+            for partial in [false, true] {
+                let from = EntryKey(identifier: identifier, partial: partial), to = EntryKey(identifier: newIdentifier, partial: partial)
+                guard (try? _locked_row(from)) != nil else { continue }
+                _locked_delete(to)
+                do throws(DiskCacheError) {
+                    try fileSystem.rename(path(fileName(from)), to: path(fileName(to)))
+                    try database.statement("UPDATE entries SET identifier = ?, file = ? WHERE identifier = ? AND partial = ?")
+                        .bind([.text(newIdentifier), .text(fileName(to)), .text(identifier), .integer(partial ? 1 : 0)]).run()
+                    moved = true
+                } catch {
+                    // A partial that cannot move is dropped (TIP tolerates it); a complete one stays and the
+                    // move fails.
+                    guard partial else { return error }
+                    _locked_delete(from)
+                }
+            }
+            return moved ? nil : .file(operation: "move", errno: ENOENT)
+        }
+        if let failure { throw failure }
+    }
+
+    /// A copy of `identifier`'s complete image file in the temporary directory; the caller deletes it.
+    /// - Throws: ``DiskCacheError/file(operation:errno:)`` with ENOENT when there is no valid complete entry.
+    public func copyFile(identifier: String) throws(DiskCacheError) -> URL {
+        guard let data = entry(for: identifier)?.complete?.data else { throw .file(operation: "copy", errno: ENOENT) }
+        let destination = FileManager.default.temporaryDirectory
+            .appendingPathComponent("ipk-copy-\(UUID().uuidString)-\(SafeFileName.make(for: identifier).prefix(64))")
+        try fileSystem.write(data, to: destination.path)
+        return destination
     }
 
     /// Writes pending last-access updates to the index now.

@@ -1,0 +1,50 @@
+import Foundation
+
+extension ImagePipeline {
+    /// Forgets `identifier` in the rendered, memory and disk caches (TIP's `clearImageWithIdentifier:`).
+    public func clearImage(identifier: String) {
+        renderedCache.clear(identifier: identifier)
+        memoryCache.clear(identifier: identifier)
+        diskCache?.remove(identifier: identifier)
+    }
+
+    /// Marks the renditions of `identifier` dirty: a later fetch shows them as a preview and reloads.
+    public func dirtyRenderedImage(identifier: String) {
+        renderedCache.markDirty(identifier: identifier)
+    }
+
+    /// Empties the rendered and memory caches.
+    public func clearMemoryCaches() {
+        renderedCache.clearAll()
+        memoryCache.clearAll()
+    }
+
+    /// Deletes every disk entry; once the pipeline is released its directory goes too, so
+    /// ``knownIdentifiers(cacheRoot:)`` stops listing it (TIP's scenario 49).
+    public func clearDiskCache() {
+        diskCache?.removeAll()
+        diskCache?.removesDirectoryWhenReleasedEmpty = true
+    }
+
+    /// Moves the cached image of `identifier` to `newIdentifier` on disk, then forgets `identifier` in every
+    /// cache (TIP's `changeIdentifierForImageWithIdentifier:toIdentifier:`).
+    /// - Throws: ``DiskCacheError`` (ENOENT when there is no disk entry to move; EINVAL without a disk cache).
+    public func changeIdentifier(_ identifier: String, to newIdentifier: String) throws(DiskCacheError) {
+        guard let diskCache else { throw .file(operation: "move", errno: EINVAL) }
+        try diskCache.changeIdentifier(identifier, to: newIdentifier)
+        renderedCache.clear(identifier: identifier)
+        memoryCache.clear(identifier: identifier)
+        renderedCache.clear(identifier: newIdentifier)
+        memoryCache.clear(identifier: newIdentifier)
+    }
+
+    /// Copies the disk file of `identifier` to a temporary file, hands its URL to `body`, and deletes it when
+    /// `body` returns (TIP's `copyDiskCacheFileWithIdentifier:completion:`).
+    /// - Throws: ``DiskCacheError`` with ENOENT when the pipeline has no such complete entry.
+    public func withCopyOfDiskCacheFile<T>(identifier: String, _ body: (URL) throws -> T) throws -> T {
+        guard let diskCache else { throw DiskCacheError.file(operation: "copy", errno: ENOENT) }
+        let copy = try diskCache.copyFile(identifier: identifier)
+        defer { try? FileManager.default.removeItem(at: copy) }
+        return try body(copy)
+    }
+}
