@@ -31,6 +31,22 @@ public final class GlobalConfiguration: Sendable {
     let memoryPool: CachePool<CacheEntry>
     let diskPool: DiskCachePool
     private let observer = Mutex<(any ProblemObserver)?>(nil)
+    private let callbackQueue = Mutex<DispatchQueue>(.main)
+
+    /// The queue fetch and store operations run on (TIP: one shared queue, 6 at a time).
+    public let operationQueue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.name = "ImagePipelineKit.operations"
+        queue.maxConcurrentOperationCount = 6
+        queue.qualityOfService = .utility
+        return queue
+    }()
+
+    /// Where delegate callbacks and completions are delivered. Default `DispatchQueue.main`.
+    public var delegateQueue: DispatchQueue {
+        get { callbackQueue.withLock { $0 } }
+        set { callbackQueue.withLock { $0 = newValue } }
+    }
 
     /// A configuration with TIP's defaults and caches of its own.
     public init() {
