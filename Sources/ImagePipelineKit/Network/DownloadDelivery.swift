@@ -1,0 +1,250 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The half of a download that both downloaders share: it owns the delegate, delivers events to it one at a
+/// time on the download's serial queue, guarantees exactly one completion, and enforces the limits that do
+/// not depend on the transport (response size, connect and idle timeouts).
+///
+/// A transport feeds it in order: ``didConnect()``, ``receive(_:then:)-(DownloadResponse,_)`` once,
+/// ``receive(_:then:)-(Data,_)`` per chunk, then ``finish(_:)``. When the delivery itself ends the download
+/// (cancel, a limit, a timeout) it calls the stop closure given to ``attachTransport(stop:)``; the transport
+/// may keep reporting after that, and whatever it reports is dropped.
+///
+/// Completion rules: the transport's completion is delivered after every event it reported before it. A
+/// ``cancel()`` that comes before the completion was handed to the delegate wins: events not yet delivered
+/// are dropped and the completion becomes ``DownloadError/cancelled``. Limits and timeouts never replace a
+/// completion the transport already reported.
+package final class DownloadDelivery: Sendable {
+    /// The download's serial queue. Every delegate call, and the timer, runs here.
+    package let queue: DispatchQueue
+    private let limits: DownloadLimits
+    private let clock = ContinuousClock()
+    private let state: Mutex<State>
+
+    private struct State {
+        var delegate: (any ImageDownloadDelegate)?
+        var task: (any ImageDownloadTask)?
+        var stopTransport: (@Sendable () -> Void)?
+        var connected = false
+        var receivedBytes = 0
+        var started: ContinuousClock.Instant
+        var lastActivity: ContinuousClock.Instant
+        var completion = Completion.none
+        /// Set when events not yet delivered must be dropped (cancel, a limit, a timeout, or completion delivered).
+        var dropsEvents = false
+    }
+
+    private enum Completion {
+        case none
+        case pending(DownloadError?)
+        case delivered
+    }
+
+    /// A delivery to `delegate`; events start flowing once ``begin(task:)`` binds the task they are about.
+    package init(delegate: any ImageDownloadDelegate, limits: DownloadLimits, label: String) {
+        queue = DispatchQueue(label: label)
+        self.limits = limits
+        let now = ContinuousClock().now
+        state = Mutex(State(delegate: delegate, started: now, lastActivity: now))
+    }
+
+    /// Binds the public task passed to the delegate (kept until the completion is delivered) and starts the
+    /// connect and idle timers.
+    package func begin(task: any ImageDownloadTask) {
+        state.withLock { state in
+            state.task = task
+            let now = clock.now
+            state.started = now
+            state.lastActivity = now
+        }
+        scheduleTimer(after: min(limits.connectTimeout, limits.idleTimeout))
+    }
+
+    /// Gives the delivery a way to stop the transport. Called at once when the download is already over.
+    package func attachTransport(stop: @escaping @Sendable () -> Void) {
+        let stopNow = state.withLock { state -> Bool in
+            if state.dropsEvents { return true }
+            state.stopTransport = stop
+            return false
+        }
+        if stopNow { stop() }
+    }
+
+    /// Whether the download is over for the transport's purposes (nothing more will be delivered).
+    package var isStopped: Bool {
+        state.withLock { $0.dropsEvents }
+    }
+
+    // MARK: - Transport events
+
+    /// The connection is established: the connect timeout no longer applies.
+    package func didConnect() {
+        state.withLock { state in
+            state.connected = true
+            state.lastActivity = clock.now
+        }
+    }
+
+    /// Something arrived that is not delivered (a redirect's head): resets the idle timer.
+    package func noteActivity() {
+        state.withLock { state in
+            state.connected = true
+            state.lastActivity = clock.now
+        }
+    }
+
+    /// Delivers the final response head. `then` runs on the download's queue once the delegate has returned,
+    /// with `false` when the download is over and the transport should stop reading; it always runs exactly once.
+    package func receive(_ response: DownloadResponse, then resume: @escaping @Sendable (Bool) -> Void) {
+        let tooLarge = state.withLock { state -> Bool in
+            state.connected = true
+            state.lastActivity = clock.now
+            if let limit = limits.maxResponseBytes, let length = response.expectedContentLength, length > limit {
+                return true
+            }
+            return false
+        }
+        if tooLarge, let limit = limits.maxResponseBytes {
+            fail(.responseTooLarge(limit: limit))
+        }
+        deliver(then: resume) { delegate, task in delegate.download(task, didReceive: response) }
+    }
+
+    /// Delivers the next body chunk (empty chunks are skipped). `then` as for the response head: the
+    /// transport's signal to read on.
+    package func receive(_ chunk: Data, then resume: @escaping @Sendable (Bool) -> Void) {
+        let tooLarge = state.withLock { state -> Bool in
+            state.lastActivity = clock.now
+            state.receivedBytes += chunk.count
+            if let limit = limits.maxResponseBytes, state.receivedBytes > limit { return true }
+            return false
+        }
+        if tooLarge, let limit = limits.maxResponseBytes {
+            fail(.responseTooLarge(limit: limit))
+        }
+        if chunk.isEmpty {
+            queue.async { resume(!self.isStopped) }
+            return
+        }
+        deliver(then: resume) { delegate, task in delegate.download(task, didReceive: chunk) }
+    }
+
+    /// The transport's end: `nil` when the body ended as framed. Delivered after everything the transport
+    /// reported before; ignored when the download already ended.
+    package func finish(_ error: DownloadError?) {
+        let enqueue = state.withLock { state -> Bool in
+            guard case .none = state.completion else { return false }
+            state.completion = .pending(error)
+            state.stopTransport = nil
+            return true
+        }
+        if enqueue { queue.async { self._queue_deliverCompletion() } }
+    }
+
+    // MARK: - Ending from this side
+
+    /// Cancels: unless the completion was already handed to the delegate, the delegate gets
+    /// ``DownloadError/cancelled`` next and nothing else.
+    package func cancel() {
+        end(with: .cancelled, overridesPendingCompletion: true)
+    }
+
+    /// Ends the download with `error` (a limit or a timeout) unless it already ended.
+    package func fail(_ error: DownloadError) {
+        end(with: error, overridesPendingCompletion: false)
+    }
+
+    private func end(with error: DownloadError, overridesPendingCompletion: Bool) {
+        let (enqueue, stop) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
+            switch state.completion {
+            case .delivered:
+                return (false, nil)
+            case .pending:
+                guard overridesPendingCompletion else { return (false, nil) }
+                state.completion = .pending(error)
+                state.dropsEvents = true
+                return (false, nil)
+            case .none:
+                state.completion = .pending(error)
+                state.dropsEvents = true
+                let stop = state.stopTransport
+                state.stopTransport = nil
+                return (true, stop)
+            }
+        }
+        stop?()
+        if enqueue { queue.async { self._queue_deliverCompletion() } }
+    }
+
+    // MARK: - On the queue
+
+    private func deliver(then resume: @escaping @Sendable (Bool) -> Void,
+                         _ event: @escaping @Sendable (any ImageDownloadDelegate, any ImageDownloadTask) -> Void) {
+        queue.async {
+            let target = self.state.withLock { state -> (any ImageDownloadDelegate, any ImageDownloadTask)? in
+                guard !state.dropsEvents, let delegate = state.delegate, let task = state.task else { return nil }
+                return (delegate, task)
+            }
+            guard let (delegate, task) = target else {
+                resume(false)
+                return
+            }
+            event(delegate, task)
+            // Time the delegate spent is not the server's idleness.
+            let running = self.state.withLock { state -> Bool in
+                state.lastActivity = self.clock.now
+                return !state.dropsEvents
+            }
+            resume(running)
+        }
+    }
+
+    // Runs on the download's queue.
+    private func _queue_deliverCompletion() {
+        let target = state.withLock { state -> (any ImageDownloadDelegate, any ImageDownloadTask, DownloadError?)? in
+            guard case .pending(let error) = state.completion, let delegate = state.delegate, let task = state.task else {
+                return nil
+            }
+            state.completion = .delivered
+            state.dropsEvents = true
+            state.delegate = nil
+            state.task = nil
+            state.stopTransport = nil
+            return (delegate, task, error)
+        }
+        guard let (delegate, task, error) = target else { return }
+        delegate.download(task, didCompleteWith: error)
+    }
+
+    // MARK: - Timers
+
+    private func scheduleTimer(after delay: Duration) {
+        let nanoseconds = max(Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000), 1_000_000)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+            self?._queue_checkTimers()
+        }
+    }
+
+    // Runs on the download's queue. Reschedules itself for the nearest deadline until the download ends.
+    private func _queue_checkTimers() {
+        enum Verdict { case ended, expired(DownloadError), wait(Duration) }
+        let verdict = state.withLock { state -> Verdict in
+            guard case .none = state.completion else { return .ended }
+            let now = clock.now
+            var next = state.lastActivity + limits.idleTimeout
+            if !state.connected {
+                let connectDeadline = state.started + limits.connectTimeout
+                if now >= connectDeadline { return .expired(.connectTimedOut) }
+                next = min(next, connectDeadline)
+            }
+            if now >= state.lastActivity + limits.idleTimeout { return .expired(.idleTimedOut) }
+            return .wait(next - now)
+        }
+        switch verdict {
+        case .ended: break
+        case .expired(let error): fail(error)
+        case .wait(let delay): scheduleTimer(after: delay)
+        }
+    }
+}
