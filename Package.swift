@@ -77,7 +77,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipelineHTTPClientTests",
-            dependencies: ["ImagePipelineHTTPClient", "ImagePipelineKit"]
+            dependencies: ["ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer"]
         ),
         .testTarget(
             name: "ImageOriginServerTests",
