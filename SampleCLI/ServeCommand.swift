@@ -43,6 +43,10 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let rate, rate < 1 { throw ValidationError("--rate must be at least 1 byte per second") }
         if let latency, latency < 0 { throw ValidationError("--latency must not be negative") }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("not a directory: \(directory)")
+        }
     }
 
     func run() async throws {

@@ -188,6 +188,12 @@ public final class ImageOriginServer: Sendable {
     /// progress (see ``OriginRequestRecord/isComplete``).
     public var requestLog: [OriginRequestRecord] { log.records }
 
+    /// The records of ``requestLog`` whose path is `path` (compared decoded, whatever the query).
+    public func requests(to path: String) -> [OriginRequestRecord] {
+        let key = OriginRoutes.key(path)
+        return log.records.filter { OriginRoutes.key($0.path) == key }
+    }
+
     /// Empties the log and restarts the completed-request count used by ``waitForCompletedRequests(count:timeout:)``.
     public func clearLog() {
         log.clear()
@@ -207,8 +213,9 @@ public final class ImageOriginServer: Sendable {
         log.setCapacity(capacity)
     }
 
-    /// Calls `observer` with each request's record when its exchange completes (on an event-loop thread:
-    /// keep it short and hop elsewhere for I/O). `nil` removes it.
+    /// Calls `observer` with each request's record when its exchange completes, before
+    /// ``waitForCompletedRequests(count:timeout:)`` callers that completion satisfies are resumed. It runs on an
+    /// event-loop thread: keep it short and hop elsewhere for I/O. `nil` removes it.
     public func setRequestObserver(_ observer: (@Sendable (OriginRequestRecord) -> Void)?) {
         log.setObserver(observer)
     }

@@ -22,6 +22,9 @@ public enum OriginFault: Sendable, Hashable {
     case noValidators
     /// Omit `Accept-Ranges: bytes` (ranges are still honoured unless ``ignoreRange`` is also set).
     case noAcceptRanges
+    /// Send the asset's body with `Transfer-Encoding: chunked` and no `Content-Length`, as many CDNs do, so
+    /// the client cannot know the length in advance (an HTTP/1.0 client gets a body ended by closing).
+    case chunkedTransfer
     /// Answer with this status and a small `text/plain` body instead of the asset (the route need not exist).
     case status(Int)
     /// Answer with a redirect: this status (301, 302, 303, 307 or 308) and `Location: to`.
@@ -48,6 +51,7 @@ struct OriginFaultSet: Sendable, Hashable {
     var ignoresRange = false
     var omitsValidators = false
     var omitsAcceptRanges = false
+    var isChunked = false
     var statusOverride: Int?
     var redirectLocation: String?
     var redirectStatus = 302
@@ -64,6 +68,7 @@ struct OriginFaultSet: Sendable, Hashable {
             case .ignoreRange: ignoresRange = true
             case .noValidators: omitsValidators = true
             case .noAcceptRanges: omitsAcceptRanges = true
+            case .chunkedTransfer: isChunked = true
             case .status(let code):
                 if statusOverride == nil, redirectLocation == nil { statusOverride = code }
             case .redirect(let location, let code):

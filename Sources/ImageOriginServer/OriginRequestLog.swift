@@ -94,8 +94,9 @@ final class OriginRequestLog: Sendable {
             state.completedSinceClear += 1
             return (state.takeSatisfiedWaiters(), state.observer, state.records[index])
         }
-        for waiter in ready { waiter.continuation.resume() }
+        // The observer first: a caller woken by the count may rely on what the observer recorded.
         if let observer, let record { observer(record) }
+        for waiter in ready { waiter.continuation.resume() }
     }
 
     /// Empties the log; the completed count starts again from 0, sequence numbers do not.
@@ -111,7 +112,8 @@ final class OriginRequestLog: Sendable {
         state.withLock { $0.capacity = capacity.map { max(0, $0) } }
     }
 
-    /// Called with each record as its exchange completes, on an event-loop thread: keep it short.
+    /// Called with each record as its exchange completes, on an event-loop thread, before waiters that the
+    /// completion satisfies are resumed: keep it short.
     func setObserver(_ observer: (@Sendable (OriginRequestRecord) -> Void)?) {
         state.withLock { $0.observer = observer }
     }

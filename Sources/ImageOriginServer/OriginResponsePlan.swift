@@ -83,14 +83,16 @@ struct OriginResponsePlan: Sendable {
         }
         switch outcome {
         case .full:
-            headers.add(name: "Content-Length", value: String(faults.declaredLength ?? length))
+            if !faults.isChunked { headers.add(name: "Content-Length", value: String(faults.declaredLength ?? length)) }
             return finished(status: .ok, headers: headers, body: asset.data, range: 0..<length, request: request,
-                            shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength)
+                            shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength,
+                            chunked: faults.isChunked)
         case .partial(let range):
             headers.add(name: "Content-Range", value: "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(length)")
-            headers.add(name: "Content-Length", value: String(faults.declaredLength ?? range.count))
+            if !faults.isChunked { headers.add(name: "Content-Length", value: String(faults.declaredLength ?? range.count)) }
             return finished(status: .partialContent, headers: headers, body: asset.data, range: range, request: request,
-                            shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength)
+                            shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength,
+                            chunked: faults.isChunked)
         case .unsatisfiable:
             headers.replaceOrAdd(name: "Content-Type", value: "text/plain; charset=utf-8")
             headers.add(name: "Content-Range", value: "bytes */\(length)")
@@ -103,7 +105,8 @@ struct OriginResponsePlan: Sendable {
     /// Adds the connection headers, trims the body for `HEAD` and applies an interruption.
     private static func finished(status: HTTPResponseStatus, headers: HTTPHeaders, body: Data, range: Range<Int>,
                                  request: Request, shaping: OriginShaping,
-                                 interruption: OriginFaultSet.Interruption?, declaredLength: Int?) -> OriginResponsePlan {
+                                 interruption: OriginFaultSet.Interruption?, declaredLength: Int?,
+                                 chunked: Bool = false) -> OriginResponsePlan {
         var headers = headers
         headers.add(name: "Date", value: HTTPDate.format(Date()))
         if !request.keepAlive {
@@ -115,7 +118,9 @@ struct OriginResponsePlan: Sendable {
         // A 1xx, 204 or 304 has no body whatever it declares, and HEAD only describes one.
         let hasBody = request.method != .HEAD && !(100..<200).contains(status.code) && status.code != 204 && status.code != 304
         if !hasBody { range = range.lowerBound..<range.lowerBound }
-        var ending = OriginResponsePlan.Ending.finish(thenClose: !request.keepAlive || (declaredLength != nil && hasBody))
+        // A wrong declared length, or a body without a length that HTTP/1.0 cannot chunk, ends with the connection.
+        let closesAfter = (declaredLength != nil && !chunked) || (chunked && (request.version.major, request.version.minor) < (1, 1))
+        var ending = OriginResponsePlan.Ending.finish(thenClose: !request.keepAlive || (closesAfter && hasBody))
         if let interruption, hasBody {
             let stop = min(range.count, interruption.afterBytes)
             switch interruption {

@@ -7,6 +7,7 @@ public enum OriginServerError: Error, Equatable, CustomStringConvertible {
     /// The server was shut down while a caller was waiting for requests.
     case shutDown
 
+    /// A one-line account for logs and command-line tools.
     public var description: String {
         switch self {
         case .timedOut(let expected, let completed):

@@ -75,10 +75,22 @@ struct OriginFaultTests {
     @Test("stallAfterBytes: N bytes arrive, then silence with the connection open until the client leaves")
     func stallAfterBytes() async throws {
         try await withFaultyOrigin([.stallAfterBytes(1000)]) { server in
-            let connection = try RawHTTPConnection(port: server.port, receiveTimeout: 0.5)
-            let response = try await offloaded { try connection.request("GET", "/a.jpg") }
-            #expect(byteMismatch(response.body, Array(Self.asset.prefix(1000))) == nil)
-            #expect(response.ending == .timeout)
+            let connection = try RawHTTPConnection(port: server.port)
+            let (head, body, silence) = try await offloaded {
+                let head = try connection.readResponseHead(afterSending: "/a.jpg")
+                var body: [UInt8] = []
+                while body.count < 1000 {
+                    let (bytes, ending) = connection.readSome()
+                    if ending != nil { break }
+                    body += bytes
+                }
+                // Then nothing more: half a second of silence, the connection still open.
+                connection.setReceiveTimeout(0.5)
+                return (head, body, connection.readSome())
+            }
+            #expect(head.contentLength == 5000)
+            #expect(byteMismatch(body, Self.asset.prefix(1000)) == nil)
+            #expect(silence.bytes.isEmpty && silence.ending == .timeout)
             #expect(server.openConnectionCount == 1)
             #expect(server.requestLog.first?.isComplete == false)
 
@@ -153,6 +165,23 @@ struct OriginFaultTests {
             let (partial, unconditional) = try await fetch(server.url(for: "/a.jpg"), headers: ["Range": "bytes=100-"])
             #expect(unconditional.statusCode == 206)
             #expect(byteMismatch(partial, Self.asset[100...]) == nil)
+        }
+    }
+
+    @Test("chunkedTransfer: no Content-Length, Transfer-Encoding chunked, and the client still gets every byte")
+    func chunkedTransfer() async throws {
+        try await withFaultyOrigin([.chunkedTransfer]) { server in
+            let connection = try RawHTTPConnection(port: server.port, receiveTimeout: 2)
+            let head = try await offloaded { try connection.readResponseHead(afterSending: "/a.jpg") }
+            #expect(head.status == 200)
+            #expect(head.header("Content-Length") == nil)
+            #expect(head.header("Transfer-Encoding") == "chunked")
+            let (data, response) = try await fetch(server.url(for: "/a.jpg"))
+            #expect(response.statusCode == 200)
+            #expect(byteMismatch(data, Self.asset) == nil)
+            let (partial, ranged) = try await fetch(server.url(for: "/a.jpg"), headers: ["Range": "bytes=4000-"])
+            #expect(ranged.statusCode == 206)
+            #expect(byteMismatch(partial, Self.asset[4000...]) == nil)
         }
     }
 

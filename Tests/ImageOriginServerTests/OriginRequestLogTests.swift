@@ -38,6 +38,7 @@ struct OriginRequestLogTests {
             #expect(first.isComplete && !first.clientWentAway)
             #expect(log[1].method == "HEAD" && log[1].status == 404 && log[1].query == nil && log[1].range == nil)
             #expect(log[1].sequence == first.sequence + 1)
+            #expect(server.requests(to: "/a.jpg").map(\.sequence) == [first.sequence])
         }
     }
 

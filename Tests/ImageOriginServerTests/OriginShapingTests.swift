@@ -83,8 +83,19 @@ struct OriginShapingTests {
             let connection = try RawHTTPConnection(port: server.port)
             connection.setReceiveBuffer(64 * 1024)
             try await offloaded { try connection.sendRequest("GET", "/big.bin") }
-            // Let the server fill every buffer it can while the client reads nothing.
-            try await Task.sleep(for: .milliseconds(500))
+            // Let the server fill every buffer it can while the client reads nothing: wait until the bytes the
+            // kernel has taken stop growing for 200 ms (bounded, so a broken server fails instead of hanging).
+            var settled: (bytes: Int, since: ContinuousClock.Instant)?
+            let deadline = ContinuousClock.now + .seconds(15)
+            while ContinuousClock.now < deadline {
+                let bytes = server.requestLog.first?.bytesSent ?? -1
+                if bytes > 0, let previous = settled, previous.bytes == bytes {
+                    if ContinuousClock.now - previous.since >= .milliseconds(200) { break }
+                } else {
+                    settled = (bytes, ContinuousClock.now)
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let whileBlocked = try #require(server.requestLog.first)
             #expect(!whileBlocked.isComplete)
             #expect(whileBlocked.bytesSent < size / 2, "the kernel took \(whileBlocked.bytesSent) bytes")
