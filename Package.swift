@@ -64,6 +64,7 @@ let package = Package(
             dependencies: [
                 "ImagePipelineKit",
                 "ImageOriginServer",
+                "ImagePipelineHTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "SampleCLI",
@@ -77,7 +78,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipelineHTTPClientTests",
-            dependencies: ["ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer"]
+            dependencies: [
+                "ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
         ),
         .testTarget(
             name: "ImageOriginServerTests",

@@ -68,7 +68,10 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
         }
         let hopDelegate = HopDelegate(owner: self, hop: hop, url: url, headers: headers)
         let ahcTask = client.execute(request: ahcRequest, delegate: hopDelegate, deadline: nil)
-        state.withLock { $0.current = ahcTask }
+        // A fast origin may already have redirected this hop and the next one have started: keep the newest.
+        state.withLock { state in
+            if state.hop == hop { state.current = ahcTask }
+        }
         // A stop that came while the hop was being created found nothing to cancel.
         if delivery.isStopped { ahcTask.cancel() }
     }

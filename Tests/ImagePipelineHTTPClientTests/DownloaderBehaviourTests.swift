@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import ImageOriginServer
 import ImagePipelineHTTPClient
@@ -52,6 +53,20 @@ struct DownloaderBehaviourTests {
             #expect(logged.ifRange == etag)
             #expect(logged.authorization == "Bearer t0k3n")
             #expect(logged.header("X-Foo") == "bar")
+            // Neither asks for a compressed body: Content-Length and Range must count the bytes delivered.
+            #expect(logged.header("Accept-Encoding") == (kind == .urlSession ? "identity" : nil))
+        }
+    }
+
+    @Test("Time the delegate spends in a callback is not idleness", arguments: DownloaderKind.allCases)
+    func slowDelegateIsNotIdle(kind: DownloaderKind) async throws {
+        try await DownloadHarness.run(kind) { harness in
+            harness.server.setAsset(Fixtures.hubbleJPEG, at: "/hubble.jpg")
+            let record = try await harness.download(harness.request("/hubble.jpg", limits: DownloadLimits(idleTimeout: .seconds(1))),
+                                                    firstChunkPause: .milliseconds(2500))
+            #expect(record.error == nil)
+            #expect(record.body == Fixtures.hubbleJPEG)
+            #expect(record.violations.isEmpty, "\(record.violations)")
         }
     }
 
@@ -420,5 +435,39 @@ struct DownloaderBehaviourTests {
             try await harness.server.waitForCompletedRequests(count: 20, timeout: .seconds(5))
             #expect(harness.server.requestLog.count == 20)
         }
+    }
+
+    @Test("An injected client that follows redirects itself still has every hop checked against the policy")
+    func injectedFollowingClient() async throws {
+        let server = try await ImageOriginServer.start(port: 0)
+        var configuration = HTTPClientDownloader.defaultConfiguration()
+        configuration.redirectConfiguration = .follow(max: 10, allowCycles: false)
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let downloader = HTTPClientDownloader(client: client)
+        server.setAsset(Fixtures.rocketJPEG, at: "/rocket.jpg")
+        server.setFaults([.redirect(to: "/r2")], for: "/r1")
+        server.setFaults([.redirect(to: "/r3")], for: "/r2")
+        server.setFaults([.redirect(to: "/rocket.jpg")], for: "/r3")
+
+        let followed = RecordingDelegate()
+        _ = downloader.startDownload(DownloadRequest(url: server.url(for: "/r1")), delegate: followed)
+        let record = try await followed.waitForCompletion(timeout: .seconds(10))
+        #expect(record.error == nil)
+        #expect(record.response?.url == server.url(for: "/rocket.jpg"))
+        #expect(record.body == Fixtures.rocketJPEG)
+
+        server.clearLog()
+        let limited = RecordingDelegate()
+        _ = downloader.startDownload(DownloadRequest(url: server.url(for: "/r1"), limits: DownloadLimits(maxRedirects: 1)),
+                                     delegate: limited)
+        let limitedRecord = try await limited.waitForCompletion(timeout: .seconds(10))
+        #expect(limitedRecord.error == .tooManyRedirects(1))
+        #expect(limitedRecord.response == nil)
+        // The refused hop is never requested.
+        #expect(!server.requestLog.contains { $0.path == "/r3" })
+
+        try await downloader.shutdown()  // an injected client is not the downloader's to shut down…
+        try await client.shutdown()      // …so its owner does
+        try await server.shutdown()
     }
 }

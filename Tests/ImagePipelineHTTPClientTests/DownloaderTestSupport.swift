@@ -49,9 +49,9 @@ struct DownloadHarness {
     }
 
     /// Starts `request` with a recording delegate and waits for its completion.
-    func download(_ request: DownloadRequest, cancelAfterBytes: Int? = nil,
+    func download(_ request: DownloadRequest, cancelAfterBytes: Int? = nil, firstChunkPause: Duration? = nil,
                   timeout: Duration = .seconds(20)) async throws -> RecordingDelegate.Record {
-        let delegate = RecordingDelegate(cancelAfterBytes: cancelAfterBytes)
+        let delegate = RecordingDelegate(cancelAfterBytes: cancelAfterBytes, firstChunkPause: firstChunkPause)
         _ = downloader.startDownload(request, delegate: delegate)
         return try await delegate.waitForCompletion(timeout: timeout)
     }
@@ -89,10 +89,13 @@ final class RecordingDelegate: ImageDownloadDelegate {
 
     private let state = Mutex(State())
     private let cancelAfterBytes: Int?
+    private let firstChunkPause: Duration?
 
-    /// A delegate that cancels the download from inside the chunk callback once `cancelAfterBytes` arrived.
-    init(cancelAfterBytes: Int? = nil) {
+    /// A delegate that cancels the download from inside the chunk callback once `cancelAfterBytes` arrived, and
+    /// blocks in its first chunk callback for `firstChunkPause` (a slow consumer).
+    init(cancelAfterBytes: Int? = nil, firstChunkPause: Duration? = nil) {
         self.cancelAfterBytes = cancelAfterBytes
+        self.firstChunkPause = firstChunkPause
     }
 
     var record: Record { state.withLock { $0.record } }
@@ -116,6 +119,10 @@ final class RecordingDelegate: ImageDownloadDelegate {
         }
         if let cancelAfterBytes, total >= cancelAfterBytes {
             task.cancel()
+        }
+        if let firstChunkPause, total == chunk.count {
+            Thread.sleep(forTimeInterval: Double(firstChunkPause.components.seconds)
+                         + Double(firstChunkPause.components.attoseconds) / 1e18)
         }
         leave()
     }

@@ -6,8 +6,8 @@ import Synchronization
 /// time on the download's serial queue, guarantees exactly one completion, and enforces the limits that do
 /// not depend on the transport (response size, connect and idle timeouts).
 ///
-/// A transport feeds it in order: ``didConnect()``, ``receive(_:then:)-(DownloadResponse,_)`` once,
-/// ``receive(_:then:)-(Data,_)`` per chunk, then ``finish(_:)``. When the delivery itself ends the download
+/// A transport feeds it in order: ``didConnect()``, `receive(_ response:then:)` once,
+/// `receive(_ chunk:then:)` per chunk, then ``finish(_:)``. When the delivery itself ends the download
 /// (cancel, a limit, a timeout) it calls the stop closure given to ``attachTransport(stop:)``; the transport
 /// may keep reporting after that, and whatever it reports is dropped.
 ///
@@ -220,7 +220,9 @@ package final class DownloadDelivery: Sendable {
     // MARK: - Timers
 
     private func scheduleTimer(after delay: Duration) {
-        let nanoseconds = max(Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000), 1_000_000)
+        // Clamped to an hour (the check reschedules itself), so a huge timeout cannot overflow the conversion.
+        let delay = min(max(delay, .milliseconds(1)), .seconds(3600))
+        let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
         queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
             self?._queue_checkTimers()
         }

@@ -34,7 +34,7 @@ public protocol ImageDownloader: Sendable {
 /// chunks, then exactly one completion. Nothing arrives after the completion.
 ///
 /// Calls come on the download's private serial queue, never two at once. They apply back-pressure: a downloader
-/// reads on only after ``download(_:didReceive:)-(_,Data)`` returns (``URLSessionDownloader`` cannot hold
+/// reads on only after the chunk callback returns (``URLSessionDownloader`` cannot hold
 /// libcurl back; see there). The delegate may call ``ImageDownloadTask/cancel()`` from inside any callback.
 public protocol ImageDownloadDelegate: AnyObject, Sendable {
     /// The final response head, after any redirects. Sent once, before any chunk, for every status code.
