@@ -209,20 +209,29 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
               let plan = exchange.plan
         else { return }
         isPumping = true
-        defer { isPumping = false }
+        let bodyDone = _eventLoop_writeAllowedChunks(exchange, plan: plan, context: context)
+        isPumping = false
+        // Ending the body writes `.end`, during which NIO's pipelining handler may hand over the next request
+        // and start its response: that must find the pump free.
+        if bodyDone { _eventLoop_endBody(exchange, plan: plan, context: context) }
+    }
 
+    /// Writes what writability, shaping and fairness allow; `true` once the whole planned body is written.
+    // Runs on the channel's event loop.
+    private func _eventLoop_writeAllowedChunks(_ exchange: Exchange, plan: OriginResponsePlan,
+                                               context: ChannelHandlerContext) -> Bool {
         var writtenThisTurn = 0
         while exchange.nextOffset < plan.bodyRange.upperBound {
             if !context.channel.isWritable {
                 // The flush may drain below the low water mark at once; that writability change arrives while
                 // `isPumping` is set and is ignored, so look again rather than wait for it.
                 context.flush()
-                guard context.channel.isWritable else { return }  // channelWritabilityChanged resumes
+                guard context.channel.isWritable else { return false }  // channelWritabilityChanged resumes
             }
             guard writtenThisTurn < Self.bytesPerTurn else {
                 context.flush()
                 context.eventLoop.assumeIsolated().execute { self._eventLoop_pump(context: context) }
-                return
+                return false
             }
             var count = min(plan.bodyRange.upperBound - exchange.nextOffset, Self.chunkSize)
             if let rate = plan.shaping.bytesPerSecond {
@@ -235,7 +244,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
                 guard allowed >= 1 else {
                     context.flush()
                     _eventLoop_scheduleTick(exchange, context: context)
-                    return
+                    return false
                 }
                 count = min(count, allowed)
                 exchange.credit -= Double(count)
@@ -244,7 +253,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             writtenThisTurn += count
         }
         context.flush()
-        _eventLoop_endBody(exchange, plan: plan, context: context)
+        return true
     }
 
     // Runs on the channel's event loop.
