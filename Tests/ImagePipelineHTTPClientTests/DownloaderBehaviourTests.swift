@@ -192,6 +192,25 @@ struct DownloaderBehaviourTests {
         try await (downloader as? HTTPClientDownloader)?.shutdown()
     }
 
+    @Test("A chunked body (no Content-Length) is cut off at maxResponseBytes while streaming", arguments: DownloaderKind.allCases)
+    func chunkedTooLarge(kind: DownloaderKind) async throws {
+        try await DownloadHarness.run(kind) { harness in
+            harness.server.setAsset(Fixtures.hubbleJPEG, at: "/hubble.jpg")
+            harness.server.setFaults([.chunkedTransfer], for: "/hubble.jpg")
+            let limit = 100_000
+            let record = try await harness.download(harness.request("/hubble.jpg", limits: DownloadLimits(maxResponseBytes: limit)))
+            #expect(record.error == .responseTooLarge(limit: limit))
+            #expect(record.response?.expectedContentLength == nil)
+            #expect(record.body.count <= limit)
+            #expect(record.body == Fixtures.hubbleJPEG.prefix(record.body.count))
+            #expect(record.violations.isEmpty, "\(record.violations)")
+
+            let whole = try await harness.download(harness.request("/hubble.jpg"))
+            #expect(whole.error == nil)
+            #expect(whole.body == Fixtures.hubbleJPEG)
+        }
+    }
+
     @Test("A server that stalls after the head fails with idleTimedOut after the idle timeout", arguments: DownloaderKind.allCases)
     func stallIsIdleTimeout(kind: DownloaderKind) async throws {
         try await DownloadHarness.run(kind) { harness in
