@@ -394,6 +394,37 @@ struct DownloaderBehaviourTests {
         }
     }
 
+    @Test("A body cut short of its declared length delivers every byte it had, then the transport error",
+          arguments: DownloaderKind.allCases)
+    func allBytesThenError(kind: DownloaderKind) async throws {
+        try await DownloadHarness.run(kind) { harness in
+            let asset = Fixtures.rocketJPEG
+            harness.server.setAsset(asset, at: "/rocket.jpg")
+            // Declares one byte more than it sends, then closes: the coordinator sees all the asset's bytes and an
+            // error, the raw material of TIP's "unnecessary error" rule.
+            harness.server.setFaults([.wrongContentLength(asset.count + 1)], for: "/rocket.jpg")
+            let record = try await harness.download(harness.request("/rocket.jpg"))
+            #expect(record.response?.expectedContentLength == asset.count + 1)
+            #expect(record.body == asset)
+            #expect(record.error?.code == .transport)
+            #expect(record.violations.isEmpty, "\(record.violations)")
+        }
+    }
+
+    @Test("A slow but steady body never trips the idle timeout", arguments: DownloaderKind.allCases)
+    func slowSteadyBodyIsNotIdle(kind: DownloaderKind) async throws {
+        try await DownloadHarness.run(kind) { harness in
+            harness.server.setAsset(Fixtures.rocketJPEG, at: "/rocket.jpg")
+            // About 2.2 s in total, never more than 10 ms between ticks.
+            harness.server.setShaping(OriginShaping(bytesPerSecond: 50_000, firstByteLatency: .milliseconds(500)), for: "/rocket.jpg")
+            let started = ContinuousClock.now
+            let record = try await harness.download(harness.request("/rocket.jpg", limits: DownloadLimits(idleTimeout: .seconds(1))))
+            #expect(record.error == nil)
+            #expect(record.body == Fixtures.rocketJPEG)
+            #expect(try #require(record.completedAt) - started > .seconds(1.5))
+        }
+    }
+
     @Test("A connection reset after N bytes: N bytes then a transport error", arguments: DownloaderKind.allCases)
     func resetAfterBytes(kind: DownloaderKind) async throws {
         try await DownloadHarness.run(kind) { harness in
