@@ -123,8 +123,9 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
     }
 }
 
-/// The AsyncHTTPClient delegate of one hop. Its calls come on the request's event loop, one at a time; its own
-/// state is immutable and everything it changes lives behind its owner's lock or in the delivery.
+/// The AsyncHTTPClient delegate of one hop. Its calls come on the request's event loop, one at a time, but the
+/// delivery's resume callbacks run on the download's queue, so what it changes sits in its own mutexes, its
+/// owner's lock or the delivery.
 private final class HopDelegate: HTTPClientResponseDelegate {
     typealias Response = Void
 
