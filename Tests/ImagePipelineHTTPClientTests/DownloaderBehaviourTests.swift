@@ -313,6 +313,9 @@ struct DownloaderBehaviourTests {
     func cancelImmediately(kind: DownloaderKind) async throws {
         try await DownloadHarness.run(kind) { harness in
             harness.server.setAsset(Fixtures.rocketJPEG, at: "/rocket.jpg")
+            // The head waits 1 s: on a loaded machine an unshaped loopback download can complete before the next
+            // line runs, and a completion delivered before cancel() rightly stays.
+            harness.server.setShaping(OriginShaping(firstByteLatency: .seconds(1)), for: "/rocket.jpg")
             let delegate = RecordingDelegate()
             let task = harness.downloader.startDownload(harness.request("/rocket.jpg"), delegate: delegate)
             task.cancel()
