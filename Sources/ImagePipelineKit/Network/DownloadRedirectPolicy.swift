@@ -82,7 +82,9 @@ public enum DownloadRedirectPolicy {
 
 /// How a request's URL is loaded, or why it is not.
 package enum DownloadSource: Sendable, Equatable {
+    /// Over HTTP(S), by the downloader's transport.
     case http
+    /// From the file at `path`, by ``FileDownload``.
     case file(path: String)
 
     /// The source of `request`'s URL under its limits.

@@ -203,14 +203,23 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// Stable numbers of ``DownloadError`` cases. Never renumbered.
 public enum DownloadErrorCode: Int, Sendable {
+    /// ``DownloadError/cancelled``.
     case cancelled = -1
+    /// ``DownloadError/unsupportedScheme(_:)``.
     case unsupportedScheme = 1
+    /// ``DownloadError/tooManyRedirects(_:)``.
     case tooManyRedirects = 2
+    /// ``DownloadError/insecureRedirect(from:to:)``.
     case insecureRedirect = 3
+    /// ``DownloadError/invalidRedirect(location:)``.
     case invalidRedirect = 4
+    /// ``DownloadError/responseTooLarge(limit:)``.
     case responseTooLarge = 5
+    /// ``DownloadError/connectTimedOut``.
     case connectTimedOut = 6
+    /// ``DownloadError/idleTimedOut``.
     case idleTimedOut = 7
+    /// ``DownloadError/transport(description:)``.
     case transport = 8
 }
 
