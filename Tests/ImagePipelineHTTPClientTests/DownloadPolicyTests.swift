@@ -130,5 +130,6 @@ struct DownloadPolicyTests {
         #expect(DownloadError.connectTimedOut.code.rawValue == 6)
         #expect(DownloadError.idleTimedOut.code.rawValue == 7)
         #expect(DownloadError.transport(description: "x").code.rawValue == 8)
+        #expect(DownloadError.invalidURL("http:///").code.rawValue == 9)
     }
 }

@@ -367,7 +367,7 @@ struct DownloaderBehaviourTests {
         try await (downloader as? HTTPClientDownloader)?.shutdown()
     }
 
-    @Test("Schemes other than http and https are refused", arguments: DownloaderKind.allCases)
+    @Test("Schemes other than http and https are refused, and so are HTTP URLs without a host", arguments: DownloaderKind.allCases)
     func otherSchemesRefused(kind: DownloaderKind) async throws {
         let downloader = kind.makeDownloader()
         for (string, scheme) in [("ftp://127.0.0.1/a.jpg", "ftp"), ("data:image/jpeg;base64,AAAA", "data"),
@@ -378,6 +378,12 @@ struct DownloaderBehaviourTests {
             #expect(record.error == .unsupportedScheme(scheme))
             #expect(record.error?.code == .unsupportedScheme)
             #expect(record.response == nil)
+        }
+        for string in ["http:///a.jpg", "https:a.jpg"] {
+            let delegate = RecordingDelegate()
+            _ = downloader.startDownload(DownloadRequest(url: try #require(URL(string: string))), delegate: delegate)
+            let record = try await delegate.waitForCompletion(timeout: .seconds(5))
+            #expect(record.error?.code == .invalidURL, "\(string)")
         }
         try await (downloader as? HTTPClientDownloader)?.shutdown()
     }

@@ -12,6 +12,9 @@ package enum DownloadSource: Sendable, Equatable {
         let scheme = request.url.scheme?.lowercased() ?? ""
         switch scheme {
         case "http", "https":
+            guard let host = request.url.host, !host.isEmpty else {
+                return .failure(.invalidURL(request.url.absoluteString))
+            }
             return .success(.http)
         case "file" where request.limits.allowsFileURLs:
             return .success(.file(path: request.url.path))

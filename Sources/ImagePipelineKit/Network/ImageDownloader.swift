@@ -166,6 +166,8 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case connectTimedOut
     /// Nothing received for ``DownloadLimits/idleTimeout``.
     case idleTimedOut
+    /// An `http`/`https` URL without a host; nothing was requested.
+    case invalidURL(String)
     /// The transport failed: refused or reset connection, a body shorter than `Content-Length`, a TLS failure,
     /// an unreadable file. The description is the transport's own, for logs; do not parse it.
     case transport(description: String)
@@ -181,6 +183,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .responseTooLarge: .responseTooLarge
         case .connectTimedOut: .connectTimedOut
         case .idleTimedOut: .idleTimedOut
+        case .invalidURL: .invalidURL
         case .transport: .transport
         }
     }
@@ -196,6 +199,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .responseTooLarge(let limit): "response larger than \(limit) bytes"
         case .connectTimedOut: "connect timed out"
         case .idleTimedOut: "no data received within the idle timeout"
+        case .invalidURL(let url): "invalid URL \"\(url)\""
         case .transport(let description): "transport error: \(description)"
         }
     }
@@ -221,6 +225,8 @@ public enum DownloadErrorCode: Int, Sendable {
     case idleTimedOut = 7
     /// ``DownloadError/transport(description:)``.
     case transport = 8
+    /// ``DownloadError/invalidURL(_:)``.
+    case invalidURL = 9
 }
 
 // MARK: - Headers
