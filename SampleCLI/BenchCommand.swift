@@ -11,7 +11,7 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmarks; print key=value lines for scripts/bench-decode.sh to compare with anchors.",
-        subcommands: [DecodeBench.self, ProgressiveBench.self]
+        subcommands: [DecodeBench.self, ProgressiveBench.self, FetchBench.self]
     )
 }
 

@@ -1,0 +1,583 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import ImageOriginServer
+import ImagePipelineHTTPClient
+import ImagePipelineKit
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `sample-cli bench fetch`: performance-anchors.md B11. How many complete 200 KiB downloads a second each
+/// `ImageDownloader` gets from the loopback origin, as a ratio to `wrk` against the same server and URL in
+/// the same run (`scripts/bench-fetch.sh` installs wrk and runs this).
+struct FetchBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fetch",
+        abstract: "Requests/s of each downloader fetching one image from the in-process loopback origin, against wrk.",
+        discussion: """
+            Starts an ImageOriginServer on 127.0.0.1 in this process, serving --bytes of a real JPEG (the \
+            bundled skimage-hubble_deep_field.jpg, or --source, truncated or zero-padded to the size) at \
+            /bench/image.jpg. Then, one phase after another, never overlapping: for each concurrency level \
+            and each downloader, a --warmup of unmeasured downloads, then --seconds of wall clock during \
+            which exactly N downloads are in flight (a new one starts as soon as one completes, until the \
+            time is up; the ones in flight then finish and count). Every completed download must be a 200 \
+            with exactly --bytes body bytes: any failure or wrong length stops the bench with an error \
+            (exit 1). Reported per phase: requests/s (completed downloads over the time until the last one \
+            ended), p50 and p99 latency from startDownload to the completion callback, MB/s (10^6 bytes), \
+            and the number of connections the server accepted during the phase (connection reuse). \
+            \n\nThe anchor: for each concurrency level N, `wrk -t1 -c1` (N = 1) or `wrk -t2 -cN`, for \
+            --seconds rounded to whole seconds (wrk's resolution), runs as a subprocess against the same URL \
+            right after the downloaders of that level. The table gives each downloader's rate as a ratio to \
+            the matching wrk run (target: B11, at least 0.5x) and the per-request overhead over wrk, \
+            1/rate - 1/wrk_rate in microseconds (B11: below 100 µs). Without wrk (not on PATH, no --wrk), \
+            only absolute numbers are printed. Everything shares the machine's cores: the server, the \
+            downloader and wrk (which runs in another process) compete for CPU, as in the anchors. \
+            \n\nOutput: one `key=value` line per phase (for scripts), then the table.
+            """
+    )
+
+    enum DownloaderChoice: String, ExpressibleByArgument, CaseIterable {
+        case urlsession, httpclient, both
+    }
+
+    @Option(help: "Which downloader to measure: urlsession (URLSessionDownloader), httpclient (HTTPClientDownloader) or both.")
+    var downloader: DownloaderChoice = .both
+
+    @Option(help: ArgumentHelp("Size of the served image.", valueName: "BYTES"))
+    var bytes = 204_800
+
+    @Option(help: ArgumentHelp("Measured wall-clock time of each phase (wrk gets it rounded to whole seconds, at least 1).",
+                               valueName: "SECONDS"))
+    var seconds = 5.0
+
+    @Option(help: ArgumentHelp("Unmeasured downloads before each measured phase, at the phase's concurrency; 0 to skip.",
+                               valueName: "SECONDS"))
+    var warmup = 0.5
+
+    @Option(help: ArgumentHelp("Comma-separated numbers of downloads kept in flight; each level is one phase per downloader and one wrk run.",
+                               valueName: "N,N,..."))
+    var concurrency = "1,16"
+
+    @Option(help: ArgumentHelp("The wrk executable; default: `wrk` on PATH. Without one, absolute numbers only.",
+                               valueName: "PATH"))
+    var wrk: String?
+
+    @Option(help: ArgumentHelp("The JPEG to serve (truncated or zero-padded to --bytes); default: the bundled skimage-hubble_deep_field.jpg.",
+                               valueName: "FILE"))
+    var source: String?
+
+    @Option(help: ArgumentHelp("Connections per host each downloader may open; default: the downloader's own (URLSession 6, AsyncHTTPClient 8).",
+                               valueName: "N"))
+    var connectionsPerHost: Int?
+
+    /// The parsed `--concurrency` levels.
+    var levels: [Int] {
+        concurrency.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    func validate() throws {
+        guard bytes > 0 else { throw ValidationError("--bytes must be at least 1") }
+        guard seconds > 0, seconds <= 3600 else { throw ValidationError("--seconds must be between 0 and 3600") }
+        guard warmup >= 0, warmup <= 60 else { throw ValidationError("--warmup must be between 0 and 60") }
+        let parts = concurrency.split(separator: ",", omittingEmptySubsequences: false)
+        guard !parts.isEmpty, levels.count == parts.count, levels.allSatisfy({ (1...1024).contains($0) }) else {
+            throw ValidationError("--concurrency must be comma-separated numbers between 1 and 1024, e.g. 1,16")
+        }
+        if let connectionsPerHost, connectionsPerHost < 1 {
+            throw ValidationError("--connections-per-host must be at least 1")
+        }
+        if let wrk, !FileManager.default.isExecutableFile(atPath: wrk) {
+            throw ValidationError("--wrk: not an executable file: \(wrk)")
+        }
+    }
+
+    func run() async throws {
+        let body = try Self.assetBytes(source: source, count: bytes)
+        let wrkPath = wrk ?? Self.executableOnPath("wrk")
+        if wrkPath == nil {
+            print("wrk not found on PATH (and no --wrk): printing absolute numbers only. "
+                  + "Install it with `apt-get install wrk`, or run scripts/bench-fetch.sh.")
+        }
+
+        let server = try await ImageOriginServer.start(port: 0)
+        // Hundreds of thousands of requests: keep no history, count and check them through the observer.
+        server.setRequestLogCapacity(16)
+        let tally = ServerTally(expectedBytes: bytes)
+        server.setRequestObserver { record in tally.record(record) }
+        server.setAsset(body, at: "/bench/image.jpg", contentType: "image/jpeg")
+        let url = server.url(for: "/bench/image.jpg")
+
+        var downloaders: [(name: String, downloader: any ImageDownloader)] = []
+        var httpClient: HTTPClientDownloader?
+        if downloader != .httpclient {
+            downloaders.append(("urlsession", connectionsPerHost.map { URLSessionDownloader(maximumConnectionsPerHost: $0) }
+                                                ?? URLSessionDownloader()))
+        }
+        if downloader != .urlsession {
+            var configuration = HTTPClientDownloader.defaultConfiguration()
+            if let connectionsPerHost {
+                configuration.connectionPool = .init(idleTimeout: .seconds(60),
+                                                     concurrentHTTP1ConnectionsPerHostSoftLimit: connectionsPerHost)
+            }
+            let client = HTTPClientDownloader(configuration: configuration)
+            httpClient = client
+            downloaders.append(("httpclient", client))
+        }
+
+        print("serving \(bytes) bytes at \(url.absoluteString); \(String(format: "%g", seconds)) s per phase, "
+              + "\(String(format: "%g", warmup)) s warm-up, concurrency \(levels.map(String.init).joined(separator: ","))")
+        var rows: [Row] = []
+        var failure: (any Error)?
+        do {
+            for level in levels {
+                for (name, downloader) in downloaders {
+                    if warmup > 0 {
+                        _ = try await FetchLoad.run(downloader: downloader, name: name, url: url, expectedBytes: bytes,
+                                                    concurrency: level, seconds: warmup)
+                    }
+                    let before = tally.snapshot()
+                    let result = try await FetchLoad.run(downloader: downloader, name: name, url: url,
+                                                         expectedBytes: bytes, concurrency: level, seconds: seconds)
+                    let served = tally.snapshot().since(before)
+                    try served.check(phase: "\(name) c\(level)")
+                    let row = Row(name: name, concurrency: level, result: result, connections: served.connections)
+                    print(row.keyValueLine)
+                    rows.append(row)
+                }
+                if let wrkPath {
+                    let before = tally.snapshot()
+                    let result = try await WrkRun.run(path: wrkPath, url: url, concurrency: level, seconds: seconds)
+                    let served = tally.snapshot().since(before)
+                    try served.check(phase: "wrk c\(level)")
+                    print(result.keyValueLine(connections: served.connections))
+                    for index in rows.indices where rows[index].concurrency == level {
+                        rows[index].wrk = result
+                    }
+                }
+            }
+        } catch {
+            failure = error
+        }
+        // Shut down whatever happened: the client first (its connections close), then the server.
+        try await httpClient?.shutdown()
+        server.setRequestObserver(nil)
+        try await server.shutdown()
+        if let failure { throw failure }
+
+        print("")
+        print(Row.table(rows, withWrk: wrkPath != nil))
+    }
+
+    // MARK: - The asset
+
+    /// `count` bytes of a real JPEG: the file truncated, or followed by zeros (decoders stop at EOI).
+    static func assetBytes(source: String?, count: Int) throws -> Data {
+        let path: String
+        if let source {
+            path = source
+        } else if let bundled = bundledImagePath("skimage-hubble_deep_field.jpg") {
+            path = bundled
+        } else {
+            throw ValidationError("the bundled skimage-hubble_deep_field.jpg was not found next to the executable "
+                                  + "or under SampleCLI/Images; pass --source FILE")
+        }
+        var data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ValidationError("cannot read \(path): \(error.localizedDescription)")
+        }
+        if data.count >= count { return data.prefix(count) }
+        data.append(Data(count: count - data.count))
+        return data
+    }
+
+    /// The bundled image's path, found without `Bundle.module` (whose accessor traps when the bundle is
+    /// missing, e.g. for a copied executable): the resource bundle beside the executable, else the source tree.
+    static func bundledImagePath(_ name: String) -> String? {
+        let executableDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
+        var candidates: [String] = []
+        if let entries = try? FileManager.default.contentsOfDirectory(atPath: executableDirectory.path) {
+            for entry in entries.sorted() where entry.hasSuffix("_SampleCLI.resources") {
+                candidates.append(executableDirectory.appendingPathComponent(entry).appendingPathComponent("Images/\(name)").path)
+            }
+        }
+        candidates.append("SampleCLI/Images/\(name)")
+        return candidates.first { FileManager.default.isReadableFile(atPath: $0) }
+    }
+
+    static func executableOnPath(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+}
+
+// MARK: - Errors
+
+/// Why the fetch benchmark stopped.
+enum FetchBenchError: Error, CustomStringConvertible {
+    case downloadFailed(downloader: String, DownloadError)
+    case unexpectedStatus(downloader: String, Int)
+    case wrongLength(downloader: String, expected: Int, received: Int)
+    case serverMismatch(phase: String, String)
+    case wrkFailed(String)
+
+    var description: String {
+        switch self {
+        case .downloadFailed(let name, let error): "\(name): a download failed: \(error)"
+        case .unexpectedStatus(let name, let status): "\(name): a download got status \(status), expected 200"
+        case .wrongLength(let name, let expected, let received):
+            "\(name): a download delivered \(received) body bytes, expected \(expected)"
+        case .serverMismatch(let phase, let detail): "\(phase): the server saw something wrong: \(detail)"
+        case .wrkFailed(let detail): "wrk: \(detail)"
+        }
+    }
+}
+
+// MARK: - Keeping N downloads in flight
+
+/// One measured (or warm-up) phase: keeps `concurrency` downloads in flight until the time is up, starting the
+/// next one from the completion callback of the last, so the harness adds no hop of its own.
+final class FetchLoad: Sendable {
+    struct Result {
+        var completed: Int
+        var elapsedSeconds: Double
+        /// Sorted, nanoseconds.
+        var latencies: [UInt64]
+        var bytesPerDownload: Int
+
+        var requestsPerSecond: Double { Double(completed) / elapsedSeconds }
+        var megabytesPerSecond: Double { Double(completed * bytesPerDownload) / elapsedSeconds / 1e6 }
+        func percentileMicroseconds(_ p: Double) -> Double {
+            guard !latencies.isEmpty else { return 0 }
+            let index = min(latencies.count - 1, Int((Double(latencies.count) * p).rounded(.up)) - 1)
+            return Double(latencies[max(0, index)]) / 1000
+        }
+    }
+
+    private let downloader: any ImageDownloader
+    private let name: String
+    private let request: DownloadRequest
+    private let expectedBytes: Int
+    private let deadline: UInt64
+    private let started: UInt64
+    private let state: Mutex<State>
+
+    private struct State {
+        var inFlight = 0
+        var latencies: [UInt64] = []
+        var lastCompletion: UInt64 = 0
+        var failure: FetchBenchError?
+        var continuation: CheckedContinuation<Result, any Error>?
+    }
+
+    private init(downloader: any ImageDownloader, name: String, url: URL, expectedBytes: Int, seconds: Double) {
+        self.downloader = downloader
+        self.name = name
+        // Tighter than the defaults: a stuck download should fail the bench soon, not after 30 s.
+        request = DownloadRequest(url: url, limits: DownloadLimits(connectTimeout: .seconds(5), idleTimeout: .seconds(10)))
+        self.expectedBytes = expectedBytes
+        started = DispatchTime.now().uptimeNanoseconds
+        deadline = started + UInt64(seconds * 1e9)
+        var initial = State()
+        initial.latencies.reserveCapacity(Int(seconds * 20_000))
+        state = Mutex(initial)
+    }
+
+    static func run(downloader: any ImageDownloader, name: String, url: URL, expectedBytes: Int,
+                    concurrency: Int, seconds: Double) async throws -> Result {
+        let load = FetchLoad(downloader: downloader, name: name, url: url, expectedBytes: expectedBytes, seconds: seconds)
+        return try await withCheckedThrowingContinuation { continuation in
+            load.state.withLock { state in
+                state.continuation = continuation
+                state.inFlight = concurrency
+            }
+            for _ in 0..<concurrency { load.startOne() }
+        }
+    }
+
+    private func startOne() {
+        let delegate = CountingDelegate(load: self, started: DispatchTime.now().uptimeNanoseconds)
+        _ = downloader.startDownload(request, delegate: delegate)
+    }
+
+    // Runs on the finished download's queue.
+    fileprivate func completed(startedAt: UInt64, status: Int?, bytes: Int, error: DownloadError?) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let problem: FetchBenchError? = if let error {
+            .downloadFailed(downloader: name, error)
+        } else if status != 200 {
+            .unexpectedStatus(downloader: name, status ?? 0)
+        } else if bytes != expectedBytes {
+            .wrongLength(downloader: name, expected: expectedBytes, received: bytes)
+        } else {
+            nil
+        }
+        enum Next { case startAnother, wait, finish(CheckedContinuation<Result, any Error>, Swift.Result<Result, any Error>) }
+        let next = state.withLock { state -> Next in
+            if let problem, state.failure == nil { state.failure = problem }
+            if state.failure == nil {
+                state.latencies.append(now - startedAt)
+                state.lastCompletion = now
+                if now < deadline { return .startAnother }
+            }
+            state.inFlight -= 1
+            guard state.inFlight == 0, let continuation = state.continuation else { return .wait }
+            state.continuation = nil
+            if let failure = state.failure { return .finish(continuation, .failure(failure)) }
+            state.latencies.sort()
+            let elapsed = Double(state.lastCompletion - started) / 1e9
+            return .finish(continuation, .success(Result(completed: state.latencies.count, elapsedSeconds: elapsed,
+                                                         latencies: state.latencies, bytesPerDownload: expectedBytes)))
+        }
+        switch next {
+        case .startAnother: startOne()
+        case .wait: break
+        case .finish(let continuation, let result): continuation.resume(with: result)
+        }
+    }
+}
+
+/// Counts one download's body bytes; does not keep them (the bench measures transport, not buffering).
+private final class CountingDelegate: ImageDownloadDelegate {
+    private let load: FetchLoad
+    private let started: UInt64
+    private let progress = Mutex<(status: Int?, bytes: Int)>((nil, 0))
+
+    init(load: FetchLoad, started: UInt64) {
+        self.load = load
+        self.started = started
+    }
+
+    func download(_ task: any ImageDownloadTask, didReceive response: DownloadResponse) {
+        progress.withLock { $0.status = response.statusCode }
+    }
+
+    func download(_ task: any ImageDownloadTask, didReceive chunk: Data) {
+        progress.withLock { $0.bytes += chunk.count }
+    }
+
+    func download(_ task: any ImageDownloadTask, didCompleteWith error: DownloadError?) {
+        let (status, bytes) = progress.withLock { $0 }
+        load.completed(startedAt: started, status: status, bytes: bytes, error: error)
+    }
+}
+
+// MARK: - What the server saw
+
+/// Counts the server's completed requests and the connections they came on, and checks each one sent the whole
+/// body: the same check for wrk as for our downloaders.
+final class ServerTally: Sendable {
+    struct Snapshot {
+        var requests = 0
+        var bad = 0
+        var firstBad: String?
+        var highestConnection = 0
+
+        func since(_ earlier: Snapshot) -> Delta {
+            Delta(requests: requests - earlier.requests, bad: bad - earlier.bad, firstBad: firstBad,
+                  connections: highestConnection - earlier.highestConnection)
+        }
+    }
+
+    struct Delta {
+        var requests: Int
+        var bad: Int
+        var firstBad: String?
+        /// Connections accepted during the phase (the server numbers them in accept order).
+        var connections: Int
+
+        func check(phase: String) throws {
+            if bad > 0 {
+                throw FetchBenchError.serverMismatch(phase: phase, "\(bad) of \(requests) responses incomplete or not 200 "
+                                                     + "(first: \(firstBad ?? "?"))")
+            }
+        }
+    }
+
+    private let expectedBytes: Int
+    private let state = Mutex(Snapshot())
+
+    init(expectedBytes: Int) {
+        self.expectedBytes = expectedBytes
+    }
+
+    // Runs on an event-loop thread of the server: kept to a few integer updates.
+    func record(_ record: OriginRequestRecord) {
+        state.withLock { state in
+            state.requests += 1
+            state.highestConnection = max(state.highestConnection, record.connection)
+            if record.status != 200 || record.bytesSent != expectedBytes || record.clientWentAway {
+                state.bad += 1
+                if state.firstBad == nil {
+                    state.firstBad = "status \(record.status), \(record.bytesSent) bytes sent, client went away: \(record.clientWentAway)"
+                }
+            }
+        }
+    }
+
+    func snapshot() -> Snapshot {
+        state.withLock { $0 }
+    }
+}
+
+// MARK: - wrk
+
+/// One `wrk` run as a subprocess, and what it printed.
+struct WrkRun {
+    var threads: Int
+    var connections: Int
+    var requestsPerSecond: Double
+    var p50Microseconds: Double?
+    var p99Microseconds: Double?
+    var transfer: String?
+
+    func keyValueLine(connections accepted: Int) -> String {
+        "phase=wrk\tconcurrency=\(connections)\tthreads=\(threads)\treq_s=\(String(format: "%.0f", requestsPerSecond))"
+            + "\tp50_us=\(p50Microseconds.map { String(format: "%.0f", $0) } ?? "?")"
+            + "\tp99_us=\(p99Microseconds.map { String(format: "%.0f", $0) } ?? "?")"
+            + "\ttransfer_s=\(transfer ?? "?")\tconnections=\(accepted)"
+    }
+
+    static func run(path: String, url: URL, concurrency: Int, seconds: Double) async throws -> WrkRun {
+        let threads = concurrency == 1 ? 1 : 2
+        let duration = max(1, Int(seconds.rounded()))
+        let arguments = ["-t\(threads)", "-c\(concurrency)", "-d\(duration)s", "--latency", url.absoluteString]
+        // wrk blocks for the whole phase: wait for it on a thread of its own, not on the cooperative pool.
+        let output: String = try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Swift.Result { try Self.execute(path: path, arguments: arguments) })
+            }
+        }
+        guard var run = parse(output) else {
+            throw FetchBenchError.wrkFailed("no Requests/sec in its output:\n\(output)")
+        }
+        if output.contains("Non-2xx or 3xx responses") || output.contains("Socket errors") {
+            throw FetchBenchError.wrkFailed("errors in its run:\n\(output)")
+        }
+        run.threads = threads
+        run.connections = concurrency
+        return run
+    }
+
+    private static func execute(path: String, arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        do {
+            try process.run()
+        } catch {
+            throw FetchBenchError.wrkFailed("cannot start \(path): \(error.localizedDescription)")
+        }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let output = String(decoding: data, as: UTF8.self)
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            throw FetchBenchError.wrkFailed("\(path) \(arguments.joined(separator: " ")) exited with status "
+                                            + "\(process.terminationStatus):\n\(output)")
+        }
+        return output
+    }
+
+    /// Reads `Requests/sec:`, `Transfer/sec:` and the `--latency` distribution's 50% and 99% lines.
+    static func parse(_ output: String) -> WrkRun? {
+        var rate: Double?
+        var run = WrkRun(threads: 0, connections: 0, requestsPerSecond: 0)
+        for line in output.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 2 else { continue }
+            switch fields[0] {
+            case "Requests/sec:": rate = Double(fields[1])
+            case "Transfer/sec:": run.transfer = String(fields[1])
+            case "50%": run.p50Microseconds = microseconds(fields[1])
+            case "99%": run.p99Microseconds = microseconds(fields[1])
+            default: break
+            }
+        }
+        guard let rate else { return nil }
+        run.requestsPerSecond = rate
+        return run
+    }
+
+    /// `95.12us`, `1.20ms`, `2.00s`, `3.00m` → microseconds.
+    static func microseconds(_ text: Substring) -> Double? {
+        for (unit, factor) in [("us", 1.0), ("ms", 1e3), ("s", 1e6), ("m", 60e6), ("h", 3600e6)] where text.hasSuffix(unit) {
+            return Double(text.dropLast(unit.count)).map { $0 * factor }
+        }
+        return nil
+    }
+}
+
+// MARK: - Report
+
+/// One downloader at one concurrency level, with its wrk anchor once that has run.
+struct Row {
+    var name: String
+    var concurrency: Int
+    var result: FetchLoad.Result
+    var connections: Int
+    var wrk: WrkRun?
+
+    static let targetRatio = 0.5
+    static let targetOverheadMicroseconds = 100.0
+
+    var ratio: Double? { wrk.map { result.requestsPerSecond / $0.requestsPerSecond } }
+    /// Extra wall time per request at the same concurrency: 1/rate - 1/wrk_rate.
+    var overheadMicroseconds: Double? {
+        wrk.map { 1e6 / result.requestsPerSecond - 1e6 / $0.requestsPerSecond }
+    }
+
+    var keyValueLine: String {
+        "phase=\(name)\tconcurrency=\(concurrency)\trequests=\(result.completed)"
+            + "\tseconds=\(String(format: "%.3f", result.elapsedSeconds))"
+            + "\treq_s=\(String(format: "%.0f", result.requestsPerSecond))"
+            + "\tp50_us=\(String(format: "%.0f", result.percentileMicroseconds(0.5)))"
+            + "\tp99_us=\(String(format: "%.0f", result.percentileMicroseconds(0.99)))"
+            + "\tmb_s=\(String(format: "%.0f", result.megabytesPerSecond))\tconnections=\(connections)"
+    }
+
+    static func table(_ rows: [Row], withWrk: Bool) -> String {
+        func pad(_ text: String, _ width: Int) -> String {
+            text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+        }
+        var lines: [String] = []
+        var header = ["downloader".padding(toLength: 11, withPad: " ", startingAt: 0), pad("conc", 4), pad("req/s", 8),
+                      pad("p50 µs", 8), pad("p99 µs", 8), pad("MB/s", 6), pad("conns", 5)]
+        if withWrk {
+            header += [pad("wrk req/s", 9), pad("wrk p50", 8), pad("ratio", 6), pad("target", 6),
+                       pad("overhead µs/req", 15), pad("B11", 4)]
+        }
+        lines.append(header.joined(separator: "  "))
+        for row in rows {
+            var cells = [row.name.padding(toLength: 11, withPad: " ", startingAt: 0), pad("\(row.concurrency)", 4),
+                         pad(String(format: "%.0f", row.result.requestsPerSecond), 8),
+                         pad(String(format: "%.0f", row.result.percentileMicroseconds(0.5)), 8),
+                         pad(String(format: "%.0f", row.result.percentileMicroseconds(0.99)), 8),
+                         pad(String(format: "%.0f", row.result.megabytesPerSecond), 6), pad("\(row.connections)", 5)]
+            if withWrk {
+                if let wrk = row.wrk, let ratio = row.ratio, let overhead = row.overheadMicroseconds {
+                    let meets = ratio >= targetRatio && overhead < targetOverheadMicroseconds
+                    cells += [pad(String(format: "%.0f", wrk.requestsPerSecond), 9),
+                              pad(wrk.p50Microseconds.map { String(format: "%.0f", $0) } ?? "?", 8),
+                              pad(String(format: "%.2fx", ratio), 6), pad(String(format: ">=%.1fx", targetRatio), 6),
+                              pad(String(format: "%.0f", overhead), 15), pad(meets ? "ok" : "MISS", 4)]
+                } else {
+                    cells += [pad("-", 9), pad("-", 8), pad("-", 6), pad("-", 6), pad("-", 15), pad("-", 4)]
+                }
+            }
+            lines.append(cells.joined(separator: "  "))
+        }
+        if withWrk {
+            lines.append("ratio = req/s ÷ wrk req/s at the same concurrency (wrk -t1 -c1 for 1, -t2 -cN otherwise); "
+                         + "overhead = 1/req_s - 1/wrk_req_s; B11: ratio >= \(targetRatio)x and overhead < "
+                         + "\(Int(targetOverheadMicroseconds)) µs.")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
