@@ -34,7 +34,7 @@ struct FetchBench: AsyncParsableCommand {
             per-request overhead over wrk, 1/rate - 1/wrk_rate in microseconds (B11 asks for less than 100 µs, \
             but against nginx, which answered wrk -c1 in about 100 µs a request on this project's machine; this \
             origin is slower, so the overhead is not the verdict). Without wrk (not on PATH, no --wrk), \
-            only absolute numbers are printed. Everything shares the machine's cores: the server, the \
+            or with --no-wrk, only absolute numbers are printed. Everything shares the machine's cores: the server, the \
             downloader and wrk (which runs in another process) compete for CPU, as in the anchors. \
             \n\nOutput: one `key=value` line per phase (for scripts), then the table.
             """
@@ -65,6 +65,9 @@ struct FetchBench: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The wrk executable; default: `wrk` on PATH. Without one, absolute numbers only.",
                                valueName: "PATH"))
     var wrk: String?
+
+    @Flag(help: "Skip the wrk anchor and print absolute numbers only (e.g. under a profiler, so wrk's load does not mix in).")
+    var noWrk = false
 
     @Option(help: ArgumentHelp("The JPEG to serve (truncated or zero-padded to --bytes); default: the bundled skimage-hubble_deep_field.jpg.",
                                valueName: "FILE"))
@@ -97,8 +100,8 @@ struct FetchBench: AsyncParsableCommand {
 
     func run() async throws {
         let body = try Self.assetBytes(source: source, count: bytes)
-        let wrkPath = wrk ?? Self.executableOnPath("wrk")
-        if wrkPath == nil {
+        let wrkPath = noWrk ? nil : wrk ?? Self.executableOnPath("wrk")
+        if wrkPath == nil && !noWrk {
             print("wrk not found on PATH (and no --wrk): printing absolute numbers only. "
                   + "Install it with `apt-get install wrk`, or run scripts/bench-fetch.sh.")
         }
