@@ -9,6 +9,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // Debian's C image libraries (scripts/install-system-deps.sh installs them).
@@ -29,7 +30,10 @@ let package = Package(
         ),
         .target(
             name: "ImagePipelineKit",
-            dependencies: ["CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CSQLite"]
+            dependencies: [
+                "CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CSQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "SampleCLI",
@@ -43,7 +47,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipelineKitTests",
-            dependencies: ["ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux"],
+            dependencies: [
+                "ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             resources: [.copy("Fixtures")]
         ),
     ],

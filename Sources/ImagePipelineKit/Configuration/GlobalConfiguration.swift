@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 
 /// Limits and totals shared by every pipeline (TIP's `TIPGlobalConfiguration`, tip-behaviour a7, b11).
@@ -32,6 +33,12 @@ public final class GlobalConfiguration: Sendable {
     let diskPool: DiskCachePool
     private let observer = Mutex<(any ProblemObserver)?>(nil)
     private let callbackQueue = Mutex<DispatchQueue>(.main)
+    private let pipelineObservers = Mutex<[WeakObserver]>([])
+    private let currentLogger = Mutex<Logger?>(nil)
+
+    private struct WeakObserver {
+        weak var observer: (any ImagePipelineObserver)?
+    }
 
     /// The queue fetch and store operations run on (TIP: one shared queue, 6 at a time).
     public let operationQueue: OperationQueue = {
@@ -72,9 +79,59 @@ public final class GlobalConfiguration: Sendable {
         set { observer.withLock { $0 = newValue } }
     }
 
-    /// Reports `problem` to the observer, on the calling thread.
+    /// Reports `problem` to the observer, on the calling thread, and logs it at `warning` (its name only:
+    /// problems carry identifiers, which are often full URLs, and those are logged at `debug`).
     func report(_ problem: ImagePipelineProblem) {
+        log(.warning, "problem: \(problem.name)")
+        log(.debug, "problem: \(problem)")
         problemObserver?.problemWasEncountered(problem)
+    }
+
+    // MARK: - Logging and observers
+
+    /// Where the library logs (swift-log). `nil`, the default, logs nothing; the library never bootstraps
+    /// `LoggingSystem`. Full URLs and identifiers are logged at `debug` only.
+    public var logger: Logger? {
+        get { currentLogger.withLock { $0 } }
+        set { currentLogger.withLock { $0 = newValue } }
+    }
+
+    func log(_ level: Logger.Level, _ message: @autoclosure () -> Logger.Message) {
+        guard let logger, logger.logLevel <= level else { return }
+        logger.log(level: level, message())
+    }
+
+    /// Adds an observer of every pipeline on this configuration, held weakly (TIP's
+    /// `addImagePipelineObserver:`). Adding one twice has no effect.
+    public func addObserver(_ observer: any ImagePipelineObserver) {
+        pipelineObservers.withLock { observers in
+            observers.removeAll { $0.observer == nil }
+            guard !observers.contains(where: { $0.observer === observer }) else { return }
+            observers.append(WeakObserver(observer: observer))
+        }
+    }
+
+    /// Stops telling `observer` about pipelines.
+    public func removeObserver(_ observer: any ImagePipelineObserver) {
+        pipelineObservers.withLock { $0.removeAll { $0.observer == nil || $0.observer === observer } }
+    }
+
+    /// The global observers still alive.
+    var observers: [any ImagePipelineObserver] {
+        pipelineObservers.withLock { $0.compactMap(\.observer) }
+    }
+
+    // MARK: - Pipelines
+
+    /// The live pipelines that use this configuration, in identifier order.
+    public var pipelines: [ImagePipeline] {
+        PipelineRegistry.shared.livePipelines.filter { $0.configuration === self }
+    }
+
+    /// What every live pipeline on this configuration holds, by pipeline identifier (TIP's global `inspect:`).
+    /// Reads the disk indexes: call it off the delegate queue.
+    public func inspectAllPipelines() -> [String: ImagePipelineInspection] {
+        Dictionary(uniqueKeysWithValues: pipelines.map { ($0.identifier, $0.inspect()) })
     }
 
     // MARK: - Limits
@@ -163,6 +220,12 @@ public final class GlobalConfiguration: Sendable {
 
     /// Forgets every rendition of `identifier` in every pipeline.
     public func clearAllRenderedMemoryCacheImages(identifier: String) { renderedPool.removeEverywhere(key: identifier) }
+
+    /// Marks every pipeline's renditions of `identifier` dirty: a later fetch shows them as a preview and
+    /// reloads (TIP's `dirtyAllRenderedMemoryCacheImagesWithIdentifier:`).
+    public func dirtyAllRenderedMemoryCacheImages(identifier: String) {
+        for pipeline in pipelines { pipeline.renderedCache.markDirty(identifier: identifier) }
+    }
 
     private func setLimit<Entry>(
         _ pool: CachePool<Entry>, _ field: WritableKeyPath<CacheLimits, Int> & Sendable, _ value: Int,

@@ -7,6 +7,15 @@ public enum ImagePipelineProblem: Sendable, Equatable {
     case imageTooLargeToStoreInDiskCache(identifier: String, bytes: Int)
     /// Writing an entry failed (a full disk, say); the entry that was there before is untouched.
     case diskCacheWriteFailed(identifier: String, error: DiskCacheError)
+
+    /// A stable name for logs and metrics, without the identifier (which is often a full URL).
+    public var name: String {
+        switch self {
+        case .diskCacheEntryCorrupt: "diskCacheEntryCorrupt"
+        case .imageTooLargeToStoreInDiskCache: "imageTooLargeToStoreInDiskCache"
+        case .diskCacheWriteFailed(_, let error): "diskCacheWriteFailed (\(error))"
+        }
+    }
 }
 
 /// Hears about problems (TIP's `TIPProblemObserver`). Called on the thread that met the problem.
