@@ -5,11 +5,15 @@ let package = Package(
     name: "ImagePipelineKit",
     products: [
         .library(name: "ImagePipelineKit", targets: ["ImagePipelineKit"]),
+        .library(name: "ImagePipelineHTTPClient", targets: ["ImagePipelineHTTPClient"]),
+        .library(name: "ImageOriginServer", targets: ["ImageOriginServer"]),
         .executable(name: "sample-cli", targets: ["SampleCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // Debian's C image libraries (scripts/install-system-deps.sh installs them).
@@ -35,10 +39,31 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The AsyncHTTPClient downloader (HTTP/2, connection pooling): a separate product so the core
+        // library does not pull in NIO.
+        .target(
+            name: "ImagePipelineHTTPClient",
+            dependencies: [
+                "ImagePipelineKit",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // Loopback HTTP/1.1 origin for tests, the demo and benchmarks: ranges, shaping, scripted faults.
+        .target(
+            name: "ImageOriginServer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "SampleCLI",
             dependencies: [
                 "ImagePipelineKit",
+                "ImageOriginServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "SampleCLI",
@@ -52,6 +77,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "ImagePipelineHTTPClientTests",
+            dependencies: ["ImagePipelineHTTPClient", "ImagePipelineKit"]
+        ),
+        .testTarget(
+            name: "ImageOriginServerTests",
+            dependencies: ["ImageOriginServer"]
         ),
     ],
     swiftLanguageModes: [.v6]

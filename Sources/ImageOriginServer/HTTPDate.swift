@@ -1,0 +1,55 @@
+import Foundation
+
+/// HTTP-dates (RFC 9110 §5.6.7): formatting as IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) and parsing
+/// the three forms a client may send. Done by hand with `gmtime_r`/`timegm` because `DateFormatter` is
+/// neither `Sendable` nor cheap, and every response carries a date.
+enum HTTPDate {
+    private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// `date` in IMF-fixdate, to the second (fractions are dropped, as `Last-Modified` has no finer grain).
+    static func format(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let year = Int(parts.tm_year) + 1900
+        let yearText = year < 1000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
+        return "\(weekdays[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(yearText) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
+    /// Parses IMF-fixdate, the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
+    /// (`Sun Nov  6 08:49:37 1994`); `nil` for anything else.
+    static func parse(_ text: String) -> Date? {
+        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        var day: Int?, monthName: String?, year: Int?, clock: String?
+        switch fields.count {
+        case 6 where fields[5] == "GMT":  // IMF-fixdate: "Sun," "06" "Nov" "1994" "08:49:37" "GMT"
+            (day, monthName, year, clock) = (Int(fields[1]), fields[2], Int(fields[3]), fields[4])
+        case 4 where fields[3] == "GMT":  // RFC 850: "Sunday," "06-Nov-94" "08:49:37" "GMT"
+            let pieces = fields[1].split(separator: "-").map(String.init)
+            guard pieces.count == 3, let shortYear = Int(pieces[2]) else { return nil }
+            // RFC 9110: a two-digit year more than 50 years in the future is in the past century.
+            (day, monthName, year, clock) = (Int(pieces[0]), pieces[1], shortYear < 70 ? 2000 + shortYear : 1900 + shortYear, fields[2])
+        case 5:  // asctime: "Sun" "Nov" "6" "08:49:37" "1994"
+            (day, monthName, year, clock) = (Int(fields[2]), fields[1], Int(fields[4]), fields[3])
+        default:
+            return nil
+        }
+        guard let day, let monthName, let year, let clock,
+              let month = months.firstIndex(of: monthName), (1...31).contains(day)
+        else { return nil }
+        let time = clock.split(separator: ":").compactMap { Int($0) }
+        guard time.count == 3, (0...23).contains(time[0]), (0...59).contains(time[1]), (0...60).contains(time[2])
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(time[0])
+        parts.tm_min = Int32(time[1])
+        parts.tm_sec = Int32(time[2])
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+    }
+}

@@ -1,0 +1,74 @@
+/// A scripted misbehaviour of one route (or of every route), set with
+/// ``ImageOriginServer/setFaults(_:for:count:)`` while the server runs.
+///
+/// Body faults count *body* bytes of the response actually sent (after any `Range` was applied), never
+/// head bytes. When a body is shorter than the fault's `N`, the whole body goes out and then the
+/// fault's ending happens (close and reset still end the connection; a stall has nothing left to stall).
+public enum OriginFault: Sendable, Hashable {
+    /// Send the head and `N` body bytes, then close the connection cleanly (FIN): the client sees exactly
+    /// `N` body bytes and then end of stream, short of the declared `Content-Length`.
+    case closeAfterBytes(Int)
+    /// Send the head and `N` body bytes, then abort the connection with a TCP RST (`SO_LINGER` 0, close).
+    case resetAfterBytes(Int)
+    /// Send the head and `N` body bytes, then nothing more: the connection stays open until the client goes
+    /// away or the server shuts down.
+    case stallAfterBytes(Int)
+    /// Declare `Content-Length: N` but send the real body, then close the connection (a longer declaration
+    /// looks like a truncated body to the client, a shorter one leaves bytes the client must not use).
+    case wrongContentLength(Int)
+    /// Answer every request with `200` and the whole body, whatever `Range` and `If-Range` say.
+    case ignoreRange
+    /// Send neither `Last-Modified` nor `ETag`; an `If-Range` then never matches, so ranges get the full body.
+    case noValidators
+    /// Omit `Accept-Ranges: bytes` (ranges are still honoured unless ``ignoreRange`` is also set).
+    case noAcceptRanges
+    /// Answer with this status and a small `text/plain` body instead of the asset (the route need not exist).
+    case status(Int)
+    /// Answer with a redirect: this status (301, 302, 303, 307 or 308) and `Location: to`.
+    case redirect(to: String, status: Int = 302)
+}
+
+/// The faults that apply to one request, folded into what the response planner and the body writer need.
+struct OriginFaultSet: Sendable, Hashable {
+    /// Where the body stops early and how.
+    enum Interruption: Sendable, Hashable {
+        case close(afterBytes: Int)
+        case reset(afterBytes: Int)
+        case stall(afterBytes: Int)
+
+        var afterBytes: Int {
+            switch self {
+            case .close(let bytes), .reset(let bytes), .stall(let bytes): max(0, bytes)
+            }
+        }
+    }
+
+    var interruption: Interruption?
+    var declaredLength: Int?
+    var ignoresRange = false
+    var omitsValidators = false
+    var omitsAcceptRanges = false
+    var statusOverride: Int?
+    var redirectLocation: String?
+    var redirectStatus = 302
+
+    /// Folds `faults` in order; when two faults set the same thing (two interruptions, two statuses), the
+    /// first one wins.
+    init(_ faults: [OriginFault] = []) {
+        for fault in faults {
+            switch fault {
+            case .closeAfterBytes(let bytes): interruption = interruption ?? .close(afterBytes: bytes)
+            case .resetAfterBytes(let bytes): interruption = interruption ?? .reset(afterBytes: bytes)
+            case .stallAfterBytes(let bytes): interruption = interruption ?? .stall(afterBytes: bytes)
+            case .wrongContentLength(let length): declaredLength = declaredLength ?? max(0, length)
+            case .ignoreRange: ignoresRange = true
+            case .noValidators: omitsValidators = true
+            case .noAcceptRanges: omitsAcceptRanges = true
+            case .status(let code):
+                if statusOverride == nil, redirectLocation == nil { statusOverride = code }
+            case .redirect(let location, let code):
+                if statusOverride == nil, redirectLocation == nil { (redirectLocation, redirectStatus) = (location, code) }
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import NIOHTTP1
+
+/// Everything about one response decided before its first byte: status, head, which body bytes, how fast,
+/// and where the body stops early. Pure: the planner reads a request and a route snapshot, nothing else.
+struct OriginResponsePlan: Sendable {
+    /// What happens once the body has gone out (or has been cut short).
+    enum Ending: Sendable, Equatable {
+        /// Send the end of the response; close the connection after it when `thenClose`.
+        case finish(thenClose: Bool)
+        /// Close the connection cleanly (FIN) after the last body byte.
+        case close
+        /// Abort the connection (TCP RST) after the last body byte.
+        case reset
+        /// Send nothing more and leave the connection open.
+        case stall
+    }
+
+    var version: HTTPVersion
+    var status: HTTPResponseStatus
+    var headers: HTTPHeaders
+    /// The representation; the bytes sent are ``bodyRange`` of it.
+    var body: Data
+    /// Offsets into ``body`` to send before ``ending``; empty for `HEAD`.
+    var bodyRange: Range<Int>
+    var ending: Ending
+    var shaping: OriginShaping
+
+    /// The request facts the planner uses.
+    struct Request {
+        var method: HTTPMethod
+        var version: HTTPVersion
+        var headers: HTTPHeaders
+        var keepAlive: Bool
+    }
+
+    /// A response with a small `text/plain` body (errors, status overrides, redirects).
+    static func message(_ status: HTTPResponseStatus, _ text: String, for request: Request,
+                        shaping: OriginShaping, extraHeaders: [(String, String)] = [],
+                        interruption: OriginFaultSet.Interruption? = nil) -> OriginResponsePlan {
+        var headers = HTTPHeaders()
+        let body = Data(text.utf8)
+        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        headers.add(name: "Content-Length", value: String(body.count))
+        for (name, value) in extraHeaders { headers.add(name: name, value: value) }
+        return finished(status: status, headers: headers, body: body, range: 0..<body.count, request: request,
+                        shaping: shaping, interruption: interruption, declaredLength: nil)
+    }
+
+    /// The response to `request` for `asset` (nil: not found) under `faults`.
+    static func make(for request: Request, asset: OriginAsset?, faults: OriginFaultSet,
+                     shaping: OriginShaping) -> OriginResponsePlan {
+        guard request.method == .GET || request.method == .HEAD else {
+            return message(.methodNotAllowed, "method not allowed\n", for: request, shaping: shaping,
+                           extraHeaders: [("Allow", "GET, HEAD")])
+        }
+        if let location = faults.redirectLocation {
+            return message(HTTPResponseStatus(statusCode: faults.redirectStatus), "redirect to \(location)\n",
+                           for: request, shaping: shaping, extraHeaders: [("Location", location)],
+                           interruption: faults.interruption)
+        }
+        if let code = faults.statusOverride {
+            let status = HTTPResponseStatus(statusCode: code)
+            return message(status, "status \(code)\n", for: request, shaping: shaping, interruption: faults.interruption)
+        }
+        guard let asset else {
+            return message(.notFound, "not found\n", for: request, shaping: shaping)
+        }
+
+        let etag = faults.omitsValidators ? nil : asset.etag
+        let lastModified = faults.omitsValidators ? nil : asset.lastModified
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: asset.contentType)
+        if let lastModified { headers.add(name: "Last-Modified", value: HTTPDate.format(lastModified)) }
+        if let etag { headers.add(name: "ETag", value: etag) }
+        if !faults.omitsAcceptRanges { headers.add(name: "Accept-Ranges", value: "bytes") }
+
+        let length = asset.data.count
+        var outcome = OriginByteRange.full
+        if !faults.ignoresRange,
+           OriginByteRange.ifRangeAllows(request.headers.first(name: "If-Range"), etag: etag, lastModified: lastModified) {
+            outcome = OriginByteRange.evaluate(request.headers.first(name: "Range"), length: length)
+        }
+        switch outcome {
+        case .full:
+            headers.add(name: "Content-Length", value: String(faults.declaredLength ?? length))
+            return finished(status: .ok, headers: headers, body: asset.data, range: 0..<length, request: request,
+                            shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength)
+        case .partial(let range):
+            headers.add(name: "Content-Range", value: "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(length)")
+            headers.add(name: "Content-Length", value: String(faults.declaredLength ?? range.count))
+            return finished(status: .partialContent, headers: headers, body: asset.data, range: range, request: request,
+                            shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength)
+        case .unsatisfiable:
+            headers.replaceOrAdd(name: "Content-Type", value: "text/plain; charset=utf-8")
+            headers.add(name: "Content-Range", value: "bytes */\(length)")
+            headers.add(name: "Content-Length", value: "0")
+            return finished(status: .rangeNotSatisfiable, headers: headers, body: Data(), range: 0..<0,
+                            request: request, shaping: shaping, interruption: nil, declaredLength: nil)
+        }
+    }
+
+    /// Adds the connection headers, trims the body for `HEAD` and applies an interruption.
+    private static func finished(status: HTTPResponseStatus, headers: HTTPHeaders, body: Data, range: Range<Int>,
+                                 request: Request, shaping: OriginShaping,
+                                 interruption: OriginFaultSet.Interruption?, declaredLength: Int?) -> OriginResponsePlan {
+        var headers = headers
+        headers.add(name: "Date", value: HTTPDate.format(Date()))
+        if !request.keepAlive {
+            headers.add(name: "Connection", value: "close")
+        } else if request.version == .http1_0 {
+            headers.add(name: "Connection", value: "keep-alive")
+        }
+        var range = range
+        // A 1xx, 204 or 304 has no body whatever it declares, and HEAD only describes one.
+        let hasBody = request.method != .HEAD && !(100..<200).contains(status.code) && status.code != 204 && status.code != 304
+        if !hasBody { range = range.lowerBound..<range.lowerBound }
+        var ending = OriginResponsePlan.Ending.finish(thenClose: !request.keepAlive || (declaredLength != nil && hasBody))
+        if let interruption, hasBody {
+            let stop = min(range.count, interruption.afterBytes)
+            switch interruption {
+            case .close: ending = .close
+            case .reset: ending = .reset
+            // Stalling after the whole body has gone out would only be a slow finish.
+            case .stall: if stop < range.count { ending = .stall }
+            }
+            range = range.lowerBound..<(range.lowerBound + stop)
+        }
+        return OriginResponsePlan(version: request.version, status: status, headers: headers, body: body,
+                                  bodyRange: range, ending: ending, shaping: shaping)
+    }
+}

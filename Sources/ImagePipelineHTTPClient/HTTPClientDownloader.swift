@@ -1,0 +1,81 @@
+import AsyncHTTPClient
+import Foundation
+import ImagePipelineKit
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// An ``ImageDownloader`` on AsyncHTTPClient: pooled connections, HTTP/2 over TLS, and real back-pressure
+/// (the next body part is read only after the delegate returned from the previous one). The fast choice on
+/// Linux: 3–5x URLSession's requests a second on this project's machine.
+///
+/// Redirects are followed by this downloader, one request per hop, through ``DownloadRedirectPolicy``: the
+/// client it owns is configured not to follow any itself. Connect and idle timeouts come from each request's
+/// ``DownloadLimits``; the connect timeout covers waiting for a pooled connection too.
+///
+/// AsyncHTTPClient has no per-request priority, so ``ImageDownloadTask/priority`` is recorded and otherwise
+/// ignored here.
+public final class HTTPClientDownloader: ImageDownloader {
+    /// The client requests go through.
+    public let client: HTTPClient
+    private let ownsClient: Bool
+    private let isShutDown = Mutex(false)
+
+    /// A downloader that owns a new client made from `configuration` (``defaultConfiguration()`` unless given).
+    /// Its `redirectConfiguration` is replaced by `.disallow`: this downloader follows redirects itself.
+    /// Call ``shutdown()`` when done; releasing the downloader without it shuts the client down in the
+    /// background.
+    public init(configuration: HTTPClient.Configuration = HTTPClientDownloader.defaultConfiguration()) {
+        var configuration = configuration
+        configuration.redirectConfiguration = .disallow
+        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        ownsClient = true
+    }
+
+    /// A downloader on a client someone else owns (and shuts down). Configure it with
+    /// `redirectConfiguration = .disallow`. A client that follows redirects itself still has every hop checked
+    /// against ``DownloadRedirectPolicy`` (a refused hop fails the download before the client requests it),
+    /// but then decides on its own which header fields to forward.
+    public init(client: HTTPClient) {
+        self.client = client
+        ownsClient = false
+    }
+
+    /// The configuration an owned client gets by default: automatic HTTP version (HTTP/2 when TLS offers it),
+    /// no redirects, no decompression, 8 HTTP/1.1 connections per host, and connect/read timeouts left to
+    /// each request's limits (60 s connect as a backstop).
+    public static func defaultConfiguration() -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(60), read: nil),
+            decompression: .disabled)
+        configuration.httpVersion = .automatic
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 8)
+        return configuration
+    }
+
+    deinit {
+        if ownsClient && !isShutDown.withLock({ $0 }) {
+            client.shutdown { _ in }
+        }
+    }
+
+    /// Shuts down the owned client: running downloads fail with a transport error. Does nothing for an
+    /// injected client. Safe to call more than once.
+    public func shutdown() async throws {
+        guard ownsClient else { return }
+        let first = isShutDown.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        try await client.shutdown()
+    }
+
+    /// Starts `request`; see ``ImageDownloader/startDownload(_:delegate:)``.
+    public func startDownload(_ request: DownloadRequest, delegate: any ImageDownloadDelegate) -> any ImageDownloadTask {
+        let task = HTTPClientImageDownloadTask(request: request, delegate: delegate, client: client)
+        task.start()
+        return task
+    }
+}

@@ -1,0 +1,206 @@
+import AsyncHTTPClient
+import Foundation
+import ImagePipelineKit
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// A running ``HTTPClientDownloader`` download: one AsyncHTTPClient request per hop of its redirect chain.
+final class HTTPClientImageDownloadTask: ImageDownloadTask {
+    let request: DownloadRequest
+    let delivery: DownloadDelivery
+    private let client: HTTPClient
+    private let state: Mutex<State>
+
+    private struct State {
+        var priority: Operation.QueuePriority
+        /// The hop whose events count; a superseded hop's late events are ignored.
+        var hop = 0
+        var current: HTTPClient.Task<Void>?
+        var redirectsFollowed = 0
+    }
+
+    init(request: DownloadRequest, delegate: any ImageDownloadDelegate, client: HTTPClient) {
+        self.request = request
+        self.client = client
+        delivery = DownloadDelivery(delegate: delegate, limits: request.limits,
+                                    label: "ImagePipelineHTTPClient.HTTPClientDownloader.download")
+        state = Mutex(State(priority: request.priority))
+        delivery.begin(task: self)
+    }
+
+    var priority: Operation.QueuePriority {
+        get { state.withLock { $0.priority } }
+        set { state.withLock { $0.priority = newValue } }
+    }
+
+    func cancel() {
+        delivery.cancel()
+    }
+
+    func start() {
+        switch DownloadSource.of(request) {
+        case .failure(let error):
+            delivery.finish(error)
+        case .success(.file(let path)):
+            FileDownload(url: request.url, path: path, delivery: delivery).start()
+        case .success(.http):
+            delivery.attachTransport(stop: { [weak self] in self?.stopCurrentHop() })
+            startHop(url: request.url, headers: request.headers)
+        }
+    }
+
+    // MARK: - Hops
+
+    private func startHop(url: URL, headers: DownloadHeaders) {
+        let ahcRequest: HTTPClient.Request
+        do {
+            var fields = HTTPHeaders()
+            for (name, value) in headers { fields.add(name: name, value: value) }
+            ahcRequest = try HTTPClient.Request(url: url, method: .GET, headers: fields)
+        } catch {
+            delivery.finish(.transport(description: "invalid request for \(url.absoluteString): \(error)"))
+            return
+        }
+        let hop = state.withLock { state -> Int in
+            state.hop += 1
+            return state.hop
+        }
+        let hopDelegate = HopDelegate(owner: self, hop: hop, url: url, headers: headers)
+        let ahcTask = client.execute(request: ahcRequest, delegate: hopDelegate, deadline: nil)
+        state.withLock { $0.current = ahcTask }
+        // A stop that came while the hop was being created found nothing to cancel.
+        if delivery.isStopped { ahcTask.cancel() }
+    }
+
+    private func stopCurrentHop() {
+        state.withLock { $0.current }?.cancel()
+    }
+
+    fileprivate func isCurrent(_ hop: Int) -> Bool {
+        state.withLock { $0.hop == hop }
+    }
+
+    /// Runs the policy on a redirect head and counts the redirect when it is followed.
+    fileprivate func decideRedirect(location: String, from url: URL, headers: DownloadHeaders) -> DownloadRedirectPolicy.Decision {
+        state.withLock { state in
+            let decision = DownloadRedirectPolicy.evaluate(location: location, from: url, redirectsFollowed: state.redirectsFollowed,
+                                                           currentHeaders: headers, limits: request.limits)
+            if case .follow = decision { state.redirectsFollowed += 1 }
+            return decision
+        }
+    }
+
+    /// Abandons `hop` (its request is cancelled, its late events ignored) and requests `url` next.
+    fileprivate func follow(from hop: Int, to url: URL, headers: DownloadHeaders) {
+        let abandoned = state.withLock { state -> HTTPClient.Task<Void>? in
+            guard state.hop == hop else { return nil }
+            return state.current
+        }
+        guard let abandoned, !delivery.isStopped else { return }
+        startHop(url: url, headers: headers)
+        abandoned.cancel()
+    }
+
+    /// The download's error for an error AsyncHTTPClient reported.
+    static func downloadError(_ error: any Error, limits: DownloadLimits) -> DownloadError {
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .connectTimeout, .getConnectionFromPoolTimeout, .tlsHandshakeTimeout:
+                return .connectTimedOut
+            case .readTimeout:
+                return .idleTimedOut
+            case .cancelled:
+                return .cancelled
+            case .redirectLimitReached:
+                return .tooManyRedirects(limits.maxRedirects)
+            default:
+                break
+            }
+        }
+        return .transport(description: String(describing: error))
+    }
+}
+
+/// The AsyncHTTPClient delegate of one hop. Its calls come on the request's event loop, one at a time; its own
+/// state is immutable and everything it changes lives behind its owner's lock or in the delivery.
+private final class HopDelegate: HTTPClientResponseDelegate {
+    typealias Response = Void
+
+    private let owner: HTTPClientImageDownloadTask
+    private let hop: Int
+    private let url: URL
+    private let headers: DownloadHeaders
+    /// Set in `didVisitURL` when this hop's response is a redirect the policy allows.
+    private let redirect = Mutex<(url: URL, headers: DownloadHeaders)?>(nil)
+    /// The URL of the last response head (differs from `url` only when the client follows redirects itself).
+    private let answeredURL: Mutex<URL>
+
+    init(owner: HTTPClientImageDownloadTask, hop: Int, url: URL, headers: DownloadHeaders) {
+        self.owner = owner
+        self.hop = hop
+        self.url = url
+        self.headers = headers
+        answeredURL = Mutex(url)
+    }
+
+    private var delivery: DownloadDelivery { owner.delivery }
+
+    func didSendRequestHead(task: HTTPClient.Task<Void>, _ head: HTTPRequestHead) {
+        if owner.isCurrent(hop) { delivery.didConnect() }
+    }
+
+    // Called for every response head, redirects included, also when the client follows redirects itself:
+    // the one place every hop passes through.
+    func didVisitURL(task: HTTPClient.Task<Void>, _ request: HTTPClient.Request, _ head: HTTPResponseHead) {
+        guard owner.isCurrent(hop) else { return }
+        delivery.noteActivity()
+        redirect.withLock { $0 = nil }
+        answeredURL.withLock { $0 = request.url }
+        let responseHeaders = DownloadHeaders(head.headers.map { (name: $0.name, value: $0.value) })
+        guard let location = DownloadRedirectPolicy.redirectLocation(statusCode: Int(head.status.code), headers: responseHeaders)
+        else { return }
+        switch owner.decideRedirect(location: location, from: request.url, headers: headers) {
+        case .follow(let url, let headers):
+            redirect.withLock { $0 = (url, headers) }
+        case .refuse(let error):
+            delivery.fail(error)
+            task.fail(reason: HTTPClientError.cancelled)
+        }
+    }
+
+    func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        guard owner.isCurrent(hop) else { return task.eventLoop.makeSucceededVoidFuture() }
+        if let next = redirect.withLock({ $0 }) {
+            // The client did not follow (it is configured not to): this downloader does.
+            owner.follow(from: hop, to: next.url, headers: next.headers)
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
+        let responseHeaders = DownloadHeaders(head.headers.map { (name: $0.name, value: $0.value) })
+        let length = responseHeaders["Content-Length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let response = DownloadResponse(statusCode: Int(head.status.code), headers: responseHeaders,
+                                        url: answeredURL.withLock { $0 }, expectedContentLength: length)
+        let promise = task.eventLoop.makePromise(of: Void.self)
+        delivery.receive(response) { _ in promise.succeed(()) }
+        return promise.futureResult
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        guard owner.isCurrent(hop), redirect.withLock({ $0 }) == nil else { return task.eventLoop.makeSucceededVoidFuture() }
+        let promise = task.eventLoop.makePromise(of: Void.self)
+        // Back-pressure: AsyncHTTPClient reads the next part only when this future completes, after the
+        // delegate returned. A stopped download's transport is cancelled by the delivery, so succeeding is safe.
+        delivery.receive(Data(buffer.readableBytesView)) { _ in promise.succeed(()) }
+        return promise.futureResult
+    }
+
+    func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
+        guard owner.isCurrent(hop) else { return }
+        delivery.finish(HTTPClientImageDownloadTask.downloadError(error, limits: owner.request.limits))
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Void>) throws {
+        guard owner.isCurrent(hop), redirect.withLock({ $0 }) == nil else { return }
+        delivery.finish(nil)
+    }
+}
