@@ -7,6 +7,9 @@ public enum ImagePipelineProblem: Sendable, Equatable {
     case imageTooLargeToStoreInDiskCache(identifier: String, bytes: Int)
     /// Writing an entry failed (a full disk, say); the entry that was there before is untouched.
     case diskCacheWriteFailed(identifier: String, error: DiskCacheError)
+    /// A download delivered every byte of the image, then its transport failed (a CDN closing badly, TIP
+    /// PR #45). The image is used; the error is only reported.
+    case imageDownloadedWithUnnecessaryError(identifier: String, error: DownloadError)
 
     /// A stable name for logs and metrics, without the identifier (which is often a full URL).
     public var name: String {
@@ -14,6 +17,7 @@ public enum ImagePipelineProblem: Sendable, Equatable {
         case .diskCacheEntryCorrupt: "diskCacheEntryCorrupt"
         case .imageTooLargeToStoreInDiskCache: "imageTooLargeToStoreInDiskCache"
         case .diskCacheWriteFailed(_, let error): "diskCacheWriteFailed (\(error))"
+        case .imageDownloadedWithUnnecessaryError(_, let error): "imageDownloadedWithUnnecessaryError (\(error.code))"
         }
     }
 }
