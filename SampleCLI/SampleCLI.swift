@@ -2,14 +2,14 @@ import ArgumentParser
 
 /// `sample-cli`: the sample program of ImagePipelineKit.
 @main
-struct SampleCLI: ParsableCommand {
+struct SampleCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sample-cli",
         abstract: "ImagePipelineKit's sample program.",
         discussion: """
-            Subcommands so far: decode, bench. The scroll simulation, fetch, inspect and serve \
-            arrive with the pipeline.
+            Subcommands so far: decode, bench, serve (the loopback origin the tests use). The scroll \
+            simulation, fetch and inspect arrive with the pipeline.
             """,
-        subcommands: [DecodeCommand.self, BenchCommand.self, CacheTortureCommand.self]
+        subcommands: [DecodeCommand.self, BenchCommand.self, CacheTortureCommand.self, ServeCommand.self]
     )
 }

@@ -213,9 +213,11 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
         var writtenThisTurn = 0
         while exchange.nextOffset < plan.bodyRange.upperBound {
-            guard context.channel.isWritable else {
+            if !context.channel.isWritable {
+                // The flush may drain below the low water mark at once; that writability change arrives while
+                // `isPumping` is set and is ignored, so look again rather than wait for it.
                 context.flush()
-                return  // channelWritabilityChanged resumes
+                guard context.channel.isWritable else { return }  // channelWritabilityChanged resumes
             }
             guard writtenThisTurn < Self.bytesPerTurn else {
                 context.flush()

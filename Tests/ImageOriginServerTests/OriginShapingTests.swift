@@ -1,0 +1,85 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import ImageOriginServer
+import Testing
+
+@Suite("Origin server: bandwidth, latency and back-pressure")
+struct OriginShapingTests {
+    @Test("A 100 KB asset at 200 KB/s takes at least 0.4 s and arrives intact")
+    func bandwidth() async throws {
+        try await withOrigin { server in
+            let asset = patternBytes(100_000)
+            server.setAsset(asset, at: "/a.jpg")
+            server.setShaping(OriginShaping(bytesPerSecond: 200_000), for: "/a.jpg")
+            let start = ContinuousClock.now
+            let (data, _) = try await fetch(server.url(for: "/a.jpg"))
+            let elapsed = ContinuousClock.now - start
+            #expect(byteMismatch(data, asset) == nil)
+            #expect(elapsed >= .milliseconds(400), "took \(elapsed)")
+        }
+    }
+
+    @Test("Global shaping applies to every route without its own")
+    func globalBandwidth() async throws {
+        try await withOrigin { server in
+            server.setAsset(patternBytes(60_000), at: "/b.jpg")
+            server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: nil)
+            let start = ContinuousClock.now
+            let (data, _) = try await fetch(server.url(for: "/b.jpg"))
+            #expect(data.count == 60_000)
+            #expect(ContinuousClock.now - start >= .milliseconds(500))
+        }
+    }
+
+    @Test("First-byte latency delays the response head by at least the latency")
+    func latency() async throws {
+        try await withOrigin { server in
+            server.setAsset(patternBytes(100), at: "/a.jpg")
+            server.setShaping(OriginShaping(firstByteLatency: .milliseconds(300)), for: "/a.jpg")
+            let start = ContinuousClock.now
+            let (data, response) = try await fetch(server.url(for: "/a.jpg"))
+            #expect(response.statusCode == 200 && data.count == 100)
+            #expect(ContinuousClock.now - start >= .milliseconds(300))
+        }
+    }
+
+    @Test("Latency applies to 404s of a shaped route too, and to every route when global")
+    func globalLatency() async throws {
+        try await withOrigin { server in
+            server.setShaping(OriginShaping(firstByteLatency: .milliseconds(250)), for: nil)
+            let start = ContinuousClock.now
+            let (_, response) = try await fetch(server.url(for: "/missing"))
+            #expect(response.statusCode == 404)
+            #expect(ContinuousClock.now - start >= .milliseconds(250))
+        }
+    }
+
+    @Test("Back-pressure: a 20 MB body to a client that stops reading is not queued whole in the server")
+    func backPressure() async throws {
+        try await withOrigin { server in
+            let size = 20 * 1024 * 1024
+            let asset = patternBytes(size)
+            server.setAsset(asset, at: "/big.bin")
+            let connection = try RawHTTPConnection(port: server.port)
+            connection.setReceiveBuffer(64 * 1024)
+            try await offloaded { try connection.sendRequest("GET", "/big.bin") }
+            // Let the server fill every buffer it can while the client reads nothing.
+            try await Task.sleep(for: .milliseconds(500))
+            let whileBlocked = try #require(server.requestLog.first)
+            #expect(!whileBlocked.isComplete)
+            #expect(whileBlocked.bytesSent < size / 2, "the kernel took \(whileBlocked.bytesSent) bytes")
+            #expect(whileBlocked.peakQueuedBytes <= 256 * 1024, "queued \(whileBlocked.peakQueuedBytes) bytes")
+
+            let response = try await offloaded { try connection.readResponse() }
+            #expect(response.ending == .complete)
+            let mismatch = byteMismatch(response.body, asset)  // a local: the failure message must not print 20 MB
+            #expect(mismatch == nil)
+            try await server.waitForCompletedRequests(count: 1, timeout: .seconds(10))
+            let done = try #require(server.requestLog.first)
+            #expect(done.bytesSent == size)
+            #expect(done.peakQueuedBytes <= 256 * 1024, "queued \(done.peakQueuedBytes) bytes")
+        }
+    }
+}
