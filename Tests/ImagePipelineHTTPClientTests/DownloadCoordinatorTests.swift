@@ -272,6 +272,7 @@ struct DownloadCoordinatorTests {
             #expect(result.data == h.image && result.wasResumed)
             #expect(second.responses.first?.status == 206 && second.responses.first?.resumed == partial.data.count)
             #expect((second.firstProgressTotal ?? 0) > partial.data.count)   // progress never restarts from 0
+            try await h.server.waitForCompletedRequests(count: 2)
             let resumed = try #require(h.server.requestLog.last)
             #expect(resumed.range == "bytes=\(partial.data.count)-")
             #expect(resumed.ifRange == h.server.etag(at: "/a.jpg"))   // a strong ETag, which TIP never used
@@ -288,6 +289,7 @@ struct DownloadCoordinatorTests {
             let recorder = h.load(h.request(partial: partial))
             #expect(await recorder.outcome().result?.data == h.image)
             #expect(await recorder.outcome().result?.wasResumed == true)
+            try await h.server.waitForCompletedRequests(count: 1)
             #expect(h.server.requestLog.last?.ifRange == lastModified && h.server.requestLog.last?.bytesSent == h.image.count - 40_000)
         }
     }
@@ -345,7 +347,7 @@ struct DownloadCoordinatorTests {
             let first = h.load(h.request())
             let outcome = await first.outcome()
             guard case .failure(.download, let partial?) = outcome else {
-                Issue.record("expected a transport failure with a partial, got \(outcome)")
+                Issue.record("expected a transport failure with a partial, got \(outcome) after \(first.totals.last ?? 0) bytes, responses \(first.responses.map(\.status))")
                 return
             }
             #expect(partial.data == h.image.prefix(50_000))

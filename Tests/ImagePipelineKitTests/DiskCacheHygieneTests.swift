@@ -37,7 +37,8 @@ struct DiskCacheHygieneTests {
                             identifier: "shrunk")
         first?.storeComplete(image(200, width: 10), identifier: "shrunk")   // smaller: the partial stays, for now
         first?.storeComplete(image(200, width: 30), identifier: "vanished")
-        #expect(first?.totalCount == 5)
+        // (The first open's own sweep may already have removed "expired": it runs in the background.)
+        #expect(first?.entry(for: "vanished") != nil && first?.entry(for: "shrunk")?.partial != nil)
         first = nil
 
         // What a crash or an outside hand leaves: stray files, a partial that has become smaller than its

@@ -126,7 +126,7 @@ public final class NetworkLoadAttachment: @unchecked Sendable {
     // @unchecked: `download`, `isDetached` and `isCaughtUp` are touched only on the coordinator's queue;
     // `currentPriority` is behind its Mutex.
     let client: any NetworkLoadClient
-    private unowned let coordinator: DownloadCoordinator
+    private let coordinator: DownloadCoordinator
     private let currentPriority: Mutex<Operation.QueuePriority>
     /// The download this fetch belongs to; the two hold each other until the fetch is detached.
     var download: SharedDownload?

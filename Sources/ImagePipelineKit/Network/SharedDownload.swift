@@ -9,7 +9,7 @@ final class SharedDownload: @unchecked Sendable {
 
     let request: NetworkLoadRequest
     let sequence: Int
-    private unowned let coordinator: DownloadCoordinator
+    private let coordinator: DownloadCoordinator
     private var phase = Phase.waiting
     /// The fetches, owner (the one that created it) first.
     private var attachments: [NetworkLoadAttachment]
