@@ -80,7 +80,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipelineHTTPClientTests",
-            dependencies: ["ImagePipelineHTTPClient", "ImagePipelineKit"]
+            dependencies: ["ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer"]
         ),
         .testTarget(
             name: "ImageOriginServerTests",

@@ -9,6 +9,11 @@ import Synchronization
 /// (the next body part is read only after the delegate returned from the previous one). The fast choice on
 /// Linux: 3–5x URLSession's requests a second on this project's machine.
 ///
+/// Back-pressure works with a window: up to 128 KiB may wait for the delegate before the client stops
+/// reading, so that the parts AsyncHTTPClient has already read are never lost when the connection then breaks
+/// (it drops parts it has not handed over). A delegate slower than the network by more than the window can
+/// still lose the last parts read before a broken connection's error.
+///
 /// Redirects are followed by this downloader, one request per hop, through ``DownloadRedirectPolicy``: the
 /// client it owns is configured not to follow any itself. Connect and idle timeouts come from each request's
 /// ``DownloadLimits``; the connect timeout covers waiting for a pooled connection too.
@@ -42,12 +47,17 @@ public final class HTTPClientDownloader: ImageDownloader {
     }
 
     /// The configuration an owned client gets by default: automatic HTTP version (HTTP/2 when TLS offers it),
-    /// no redirects, no decompression, 8 HTTP/1.1 connections per host, and connect/read timeouts left to
-    /// each request's limits (60 s connect as a backstop).
+    /// no redirects, no decompression, 8 HTTP/1.1 connections per host, no read timeout (each request's
+    /// ``DownloadLimits/idleTimeout`` applies) and a 30 s connect timeout.
+    ///
+    /// The client's connect timeout matters beside each request's ``DownloadLimits/connectTimeout``: a request
+    /// that gives up on its connect leaves the pool's connection attempt running until the client's timeout,
+    /// and ``shutdown()`` waits for such attempts. A request's connect timeout longer than the client's is cut
+    /// to the client's.
     public static func defaultConfiguration() -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(60), read: nil),
+            timeout: .init(connect: .seconds(30), read: nil),
             decompression: .disabled)
         configuration.httpVersion = .automatic
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 8)

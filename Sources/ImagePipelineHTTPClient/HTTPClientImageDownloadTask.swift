@@ -91,13 +91,11 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
         }
     }
 
-    /// Abandons `hop` (its request is cancelled, its late events ignored) and requests `url` next.
-    fileprivate func follow(from hop: Int, to url: URL, headers: DownloadHeaders) {
-        let abandoned = state.withLock { state -> HTTPClient.Task<Void>? in
-            guard state.hop == hop else { return nil }
-            return state.current
-        }
-        guard let abandoned, !delivery.isStopped else { return }
+    /// Abandons `hop` (`abandoned` is cancelled, its late events ignored) and requests `url` next.
+    fileprivate func follow(from hop: Int, abandoning abandoned: HTTPClient.Task<Void>, to url: URL, headers: DownloadHeaders) {
+        // `abandoned` comes from the hop's own callback: `current` may not be set yet, since a fast origin can
+        // answer before `execute` has returned to `startHop`.
+        guard isCurrent(hop), !delivery.isStopped else { return }
         startHop(url: url, headers: headers)
         abandoned.cancel()
     }
@@ -133,6 +131,10 @@ private final class HopDelegate: HTTPClientResponseDelegate {
     private let headers: DownloadHeaders
     /// Set in `didVisitURL` when this hop's response is a redirect the policy allows.
     private let redirect = Mutex<(url: URL, headers: DownloadHeaders)?>(nil)
+    /// Body bytes handed to the delivery whose delegate call has not returned yet.
+    private let undelivered = Mutex(0)
+    /// How many body bytes may wait for the delegate before the client stops reading.
+    static let window = 128 * 1024
     /// The URL of the last response head (differs from `url` only when the client follows redirects itself).
     private let answeredURL: Mutex<URL>
 
@@ -173,24 +175,43 @@ private final class HopDelegate: HTTPClientResponseDelegate {
         guard owner.isCurrent(hop) else { return task.eventLoop.makeSucceededVoidFuture() }
         if let next = redirect.withLock({ $0 }) {
             // The client did not follow (it is configured not to): this downloader does.
-            owner.follow(from: hop, to: next.url, headers: next.headers)
+            owner.follow(from: hop, abandoning: task, to: next.url, headers: next.headers)
             return task.eventLoop.makeSucceededVoidFuture()
         }
         let responseHeaders = DownloadHeaders(head.headers.map { (name: $0.name, value: $0.value) })
         let length = responseHeaders["Content-Length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         let response = DownloadResponse(statusCode: Int(head.status.code), headers: responseHeaders,
                                         url: answeredURL.withLock { $0 }, expectedContentLength: length)
-        let promise = task.eventLoop.makePromise(of: Void.self)
-        delivery.receive(response) { _ in promise.succeed(()) }
-        return promise.futureResult
+        // Not held back: while this future is pending, AsyncHTTPClient keeps the body parts it reads, and drops
+        // them if the connection then closes (see didReceiveBodyPart).
+        delivery.receive(response) { _ in }
+        return task.eventLoop.makeSucceededVoidFuture()
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         guard owner.isCurrent(hop), redirect.withLock({ $0 }) == nil else { return task.eventLoop.makeSucceededVoidFuture() }
+        let count = buffer.readableBytes
+        let queued = undelivered.withLock { bytes -> Int in
+            bytes += count
+            return bytes
+        }
+        // Back-pressure with a window: AsyncHTTPClient reads on only when the returned future completes. Holding
+        // every part until the delegate returned would lose data, though: when the connection closes,
+        // AsyncHTTPClient drops the parts it read but had not handed over yet, and "every byte, then the error"
+        // would become "some bytes, then the error". So parts are taken at once while less than `window` bytes
+        // wait for the delegate, and only beyond that does the future wait for this part's delivery.
+        if queued <= Self.window {
+            delivery.receive(Data(buffer.readableBytesView)) { [self] _ in
+                undelivered.withLock { $0 -= count }
+            }
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
         let promise = task.eventLoop.makePromise(of: Void.self)
-        // Back-pressure: AsyncHTTPClient reads the next part only when this future completes, after the
-        // delegate returned. A stopped download's transport is cancelled by the delivery, so succeeding is safe.
-        delivery.receive(Data(buffer.readableBytesView)) { _ in promise.succeed(()) }
+        // A stopped download's transport is cancelled by the delivery, so succeeding then is safe too.
+        delivery.receive(Data(buffer.readableBytesView)) { [self] _ in
+            undelivered.withLock { $0 -= count }
+            promise.succeed(())
+        }
         return promise.futureResult
     }
 

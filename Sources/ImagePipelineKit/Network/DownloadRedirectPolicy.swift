@@ -7,9 +7,10 @@ import Foundation
 /// (300, 304, …) is an ordinary response. A redirect is followed when, in this order:
 /// 1. fewer than ``DownloadLimits/maxRedirects`` redirects were followed so far (else
 ///    ``DownloadError/tooManyRedirects(_:)``);
-/// 2. `Location`, resolved against the URL that answered, is a URL (else ``DownloadError/invalidRedirect(location:)``);
+/// 2. `Location`, resolved against the URL that answered, is a URL with a scheme (else
+///    ``DownloadError/invalidRedirect(location:)``);
 /// 3. its scheme is `http` or `https` — never `file`, whatever ``DownloadLimits/allowsFileURLs`` says (else
-///    ``DownloadError/unsupportedScheme(_:)``);
+///    ``DownloadError/unsupportedScheme(_:)``) — and it has a host (else ``DownloadError/invalidRedirect(location:)``);
 /// 4. it does not go from `https` to `http` (else ``DownloadError/insecureRedirect(from:to:)``).
 ///
 /// The redirected request is a `GET` with the same header fields, except that `Authorization`, `Cookie` and
@@ -48,12 +49,15 @@ public enum DownloadRedirectPolicy {
             return .refuse(.tooManyRedirects(limits.maxRedirects))
         }
         guard let target = URL(string: location, relativeTo: currentURL)?.absoluteURL,
-              let scheme = target.scheme?.lowercased(), target.host != nil || scheme == "file"
+              let scheme = target.scheme?.lowercased()
         else {
             return .refuse(.invalidRedirect(location: location))
         }
         guard scheme == "http" || scheme == "https" else {
             return .refuse(.unsupportedScheme(scheme))
+        }
+        guard let host = target.host, !host.isEmpty else {
+            return .refuse(.invalidRedirect(location: location))
         }
         if currentURL.scheme?.lowercased() == "https" && scheme == "http" {
             return .refuse(.insecureRedirect(from: currentURL, to: target))

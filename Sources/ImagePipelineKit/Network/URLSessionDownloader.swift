@@ -90,8 +90,8 @@ public final class URLSessionDownloader: ImageDownloader {
 }
 
 /// A running ``URLSessionDownloader`` download.
-final class URLSessionImageDownloadTask: ImageDownloadTask {
-    let request: DownloadRequest
+package final class URLSessionImageDownloadTask: ImageDownloadTask {
+    package let request: DownloadRequest
     let delivery: DownloadDelivery
     private let state: Mutex<State>
 
@@ -111,7 +111,7 @@ final class URLSessionImageDownloadTask: ImageDownloadTask {
         delivery.begin(task: self)
     }
 
-    var priority: Operation.QueuePriority {
+    package var priority: Operation.QueuePriority {
         get { state.withLock { $0.priority } }
         set {
             state.withLock { state in
@@ -126,7 +126,7 @@ final class URLSessionImageDownloadTask: ImageDownloadTask {
         state.withLock { $0.dataTask?.priority }
     }
 
-    func cancel() {
+    package func cancel() {
         delivery.cancel()
     }
 
@@ -190,9 +190,11 @@ final class URLSessionDownloadRouter: NSObject, URLSessionDataDelegate, Sendable
         case .follow(let url, let headers):
             completionHandler(URLSessionDownloader.urlRequest(url: url, headers: headers, limits: download.request.limits))
         case .refuse(let error):
-            // Fail first, so the redirect response that URLSession delivers next is dropped.
-            download.delivery.fail(error)
+            // Answer URLSession before cancelling: FoundationNetworking traps when a task is cancelled while it
+            // waits for this handler. The redirect response it then delivers comes after this callback (the
+            // callback queue is serial) and finds the download failed, so it is dropped.
             completionHandler(nil)
+            download.delivery.fail(error)
         }
     }
 
