@@ -102,6 +102,17 @@ public final class DiskCache: @unchecked Sendable {
         }
     }
 
+    /// The complete image of `identifier` without refreshing its last access (another pipeline looking, b6).
+    public func peek(identifier: String, now: Date = Date()) -> CachedImageData? {
+        pool.withLock {
+            _locked_read(EntryKey(identifier: identifier, partial: false), now: now, touch: false).map { row, data in
+                CachedImageData(data: data, url: row.url, dimensions: row.dimensions ?? PixelSize(width: 0, height: 0),
+                                isPlaceholder: row.placeholder, isAnimated: row.animated, timeToLive: row.ttl,
+                                updatesExpiryOnAccess: row.updatesExpiry, lastAccess: row.lastAccess)
+            }
+        }
+    }
+
     /// Metadata of every entry (no bytes read), most recently used first, for inspection.
     public var entries: [DiskCacheEntryInfo] {
         pool.withLock {
@@ -283,7 +294,7 @@ public final class DiskCache: @unchecked Sendable {
     }
 
     /// The row and bytes of `key`, or nil (absent, expired, or not matching its file: then deleted).
-    private func _locked_read(_ key: EntryKey, now: Date) -> (Row, Data)? {
+    private func _locked_read(_ key: EntryKey, now: Date, touch: Bool = true) -> (Row, Data)? {
         guard let row = try? _locked_row(key) else { return nil }
         if now.timeIntervalSince(row.lastAccess) > row.ttl {
             _locked_delete(key)
@@ -302,7 +313,7 @@ public final class DiskCache: @unchecked Sendable {
                 : "the file holds \(file.data.count) bytes, the index says \(row.bytes)")
             return nil
         }
-        if row.updatesExpiry { _locked_touch(key, at: now) }
+        if touch, row.updatesExpiry { _locked_touch(key, at: now) }
         return (row, file.data)
     }
 

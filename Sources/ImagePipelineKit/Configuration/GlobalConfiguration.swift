@@ -34,6 +34,10 @@ public final class GlobalConfiguration: Sendable {
     private let observer = Mutex<(any ProblemObserver)?>(nil)
     private let callbackQueue = Mutex<DispatchQueue>(.main)
     private let pipelineObservers = Mutex<[WeakObserver]>([])
+    private let coordinator: Mutex<DownloadCoordinator?> = Mutex(nil)
+    /// Marks a delegate queue with its own identity, so a fetch can tell it was started on it (never `Thread.isMainThread`:
+    /// under `swift test` on Linux the main queue does not run on the main thread).
+    static let delegateQueueKey = DispatchSpecificKey<ObjectIdentifier>()
     private let currentLogger = Mutex<Logger?>(nil)
 
     private struct WeakObserver {
@@ -49,10 +53,46 @@ public final class GlobalConfiguration: Sendable {
         return queue
     }()
 
-    /// Where delegate callbacks and completions are delivered. Default `DispatchQueue.main`.
+    /// Where delegate callbacks and completions are delivered: a serial queue. Default `DispatchQueue.main`.
+    /// A fetch started on it completes before returning when the rendered cache has the image.
     public var delegateQueue: DispatchQueue {
         get { callbackQueue.withLock { $0 } }
-        set { callbackQueue.withLock { $0 = newValue } }
+        set {
+            newValue.setSpecific(key: Self.delegateQueueKey, value: ObjectIdentifier(newValue))
+            callbackQueue.withLock { $0 = newValue }
+        }
+    }
+
+    /// Whether the calling code runs on ``delegateQueue``.
+    var isOnDelegateQueue: Bool { DispatchQueue.getSpecific(key: Self.delegateQueueKey) == ObjectIdentifier(delegateQueue) }
+
+    /// The downloader every pipeline on this configuration fetches with (TIP's download provider). Default
+    /// ``URLSessionDownloader``; the `ImagePipelineHTTPClient` product has a faster one. Setting it starts
+    /// a new ``downloadCoordinator``: downloads already running finish on the old one.
+    public var imageDownloader: any ImageDownloader {
+        get { downloadCoordinator.downloader }
+        set {
+            let limit = maxConcurrentImagePipelineDownloadCount
+            coordinator.withLock {
+                $0 = DownloadCoordinator(downloader: newValue, maxConcurrentDownloads: limit, configuration: self)
+            }
+        }
+    }
+
+    /// Shares and schedules the downloads of every pipeline on this configuration.
+    public var downloadCoordinator: DownloadCoordinator {
+        coordinator.withLock { current in
+            if let current { return current }
+            let made = DownloadCoordinator(downloader: URLSessionDownloader(), configuration: self)
+            current = made
+            return made
+        }
+    }
+
+    /// How many downloads run at once (TIP's default 4): negative is unlimited, 0 starts none.
+    public var maxConcurrentImagePipelineDownloadCount: Int {
+        get { coordinator.withLock { $0?.maxConcurrentDownloads } ?? 4 }
+        set { downloadCoordinator.maxConcurrentDownloads = newValue }
     }
 
     /// A configuration with TIP's defaults and caches of its own.
@@ -69,6 +109,7 @@ public final class GlobalConfiguration: Sendable {
             limits: .init(maxBytes: Self.defaultMaxBytesForAllDiskCaches,
                           maxCount: Self.defaultMaxCountForAllDiskCaches, maxEntryRatio: ratio))
         diskPool.configuration = self
+        DispatchQueue.main.setSpecific(key: Self.delegateQueueKey, value: ObjectIdentifier(DispatchQueue.main))
     }
 
     // MARK: - Problems

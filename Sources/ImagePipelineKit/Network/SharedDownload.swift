@@ -284,7 +284,9 @@ final class SharedDownload: @unchecked Sendable {
 }
 
 /// The downloader's delegate for one attempt of a shared download: moves each event onto the coordinator's
-/// queue, synchronously, so the downloader reads on only once the fetches have had the bytes (back-pressure).
+/// queue, in order. Asynchronously: a downloader's thread may be a NIO event loop that the coordinator's queue
+/// itself waits on while it starts the next download, so blocking it here could deadlock both. The bytes
+/// queued meanwhile are bounded by ``DownloadLimits/maxResponseBytes``.
 final class DownloadEventRelay: ImageDownloadDelegate, @unchecked Sendable {
     // @unchecked: immutable after init; `download` is used only on the coordinator's queue.
     private let download: SharedDownload
@@ -300,15 +302,15 @@ final class DownloadEventRelay: ImageDownloadDelegate, @unchecked Sendable {
     }
 
     func download(_ task: any ImageDownloadTask, didReceive response: DownloadResponse) {
-        queue.sync { download._queue_didReceive(response, attempt: attempt, request: request) }
+        queue.async { [download, attempt, request] in download._queue_didReceive(response, attempt: attempt, request: request) }
     }
 
     func download(_ task: any ImageDownloadTask, didReceive chunk: Data) {
-        queue.sync { download._queue_didReceive(chunk, attempt: attempt) }
+        queue.async { [download, attempt] in download._queue_didReceive(chunk, attempt: attempt) }
     }
 
     func download(_ task: any ImageDownloadTask, didCompleteWith error: DownloadError?) {
-        queue.sync { download._queue_didComplete(error, attempt: attempt) }
+        queue.async { [download, attempt] in download._queue_didComplete(error, attempt: attempt) }
     }
 }
 

@@ -28,6 +28,13 @@ public final class ImagePipeline: Sendable {
     /// The configuration whose limits the caches share.
     public let configuration: GlobalConfiguration
     private let ownObserver = Mutex<(any ImagePipelineObserver)?>(nil)
+    private let extraCaches = Mutex<[any AdditionalImageCache]>([])
+
+    /// Read-only caches tried, in order, after the disk caches (TIP's `additionalCaches`).
+    public var additionalCaches: [any AdditionalImageCache] {
+        get { extraCaches.withLock { $0 } }
+        set { extraCaches.withLock { $0 = newValue } }
+    }
 
     /// This pipeline's own observer, held strongly (TIP's `observer`); the global ones are on
     /// ``GlobalConfiguration/addObserver(_:)``.
