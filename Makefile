@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEPS := scripts/install-system-deps.sh
 DEMO_OUT ?= out/demo
 
-.PHONY: deps build test demo bench clean
+.PHONY: deps build test demo bench bench-cache clean
 
 deps:
 	@bash $(DEPS)
@@ -28,9 +28,15 @@ demo: deps
 	done
 	@echo "demo: wrote $$(ls $(DEMO_OUT) | wc -l) PNGs to $(DEMO_OUT)/"
 
-# Decode benchmark against libjpeg-turbo/libpng/giflib anchors measured in the same run (release build).
+# Decode benchmark against libjpeg-turbo/libpng/giflib anchors measured in the same run (release build),
+# then the cache benchmark (B1-B3) against a bare dictionary and POSIX reads in the same process.
 bench: deps
 	bash scripts/bench-decode.sh
+	$(MAKE) bench-cache
+
+bench-cache: deps
+	$(SWIFT) build -c release --product sample-cli
+	.build/release/sample-cli bench cache
 
 clean:
 	rm -rf .build out

@@ -73,7 +73,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ImagePipelineKitTests",
-            dependencies: ["ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux"],
+            dependencies: [
+                "ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

@@ -10,8 +10,8 @@ import Glibc
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmarks; print key=value lines for scripts/bench-decode.sh to compare with anchors.",
-        subcommands: [DecodeBench.self, ProgressiveBench.self, FetchBench.self]
+        abstract: "Benchmarks, each beside an anchor measured in the same run (make bench, make bench-cache, scripts/bench-fetch.sh).",
+        subcommands: [DecodeBench.self, ProgressiveBench.self, CacheBench.self, FetchBench.self]
     )
 }
 

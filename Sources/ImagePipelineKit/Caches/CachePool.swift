@@ -125,15 +125,14 @@ final class CachePool<Entry: CacheCosting>: Sendable {
     /// returns a value, makes the entry most recently used. `nil` when there is no entry or `body` says so.
     func access<R: Sendable>(owner: String, key: String, _ body: @Sendable (inout Entry) -> R?) -> R? {
         state.withLock { state in
-            var result: R?
             var delta = 0
-            state.caches[owner]?.update(key) { entry in
+            // One hash of the owner and one of the key: this is the hit path of every synchronous lookup.
+            let result = state.caches[owner]?.access(key) { entry -> R? in
                 let before = entry.cost
-                result = body(&entry)
-                delta = entry.cost - before
+                defer { delta = entry.cost - before }
+                return body(&entry)
             }
             state.totalBytes += delta
-            if result != nil { state.caches[owner]?.moveToHead(key) }
             return result
         }
     }

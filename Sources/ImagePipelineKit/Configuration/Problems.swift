@@ -7,6 +7,30 @@ public enum ImagePipelineProblem: Sendable, Equatable {
     case imageTooLargeToStoreInDiskCache(identifier: String, bytes: Int)
     /// Writing an entry failed (a full disk, say); the entry that was there before is untouched.
     case diskCacheWriteFailed(identifier: String, error: DiskCacheError)
+    /// A download delivered every byte of the image, then its transport failed (a CDN closing badly, TIP
+    /// PR #45). The image is used; the error is only reported.
+    case imageDownloadedWithUnnecessaryError(identifier: String, error: DownloadError)
+    /// A download completed but its bytes are not an image this pipeline decodes (the fetch fails with
+    /// ``FetchErrorCode/couldNotDecodeImage``).
+    case imageDownloadedCouldNotBeDecoded(identifier: String, bytes: Int)
+    /// Cached bytes did not decode: the entry was removed and the fetch went on to the next source (TIP treated
+    /// it as a miss but kept the entry).
+    case cachedImageCouldNotBeDecoded(identifier: String, source: ImageLoadSource)
+    /// A request's target dimensions were negative; the fetch went on without a target.
+    case invalidTargetDimensions(identifier: String, dimensions: PixelSize)
+
+    /// A stable name for logs and metrics, without the identifier (which is often a full URL).
+    public var name: String {
+        switch self {
+        case .diskCacheEntryCorrupt: "diskCacheEntryCorrupt"
+        case .imageTooLargeToStoreInDiskCache: "imageTooLargeToStoreInDiskCache"
+        case .diskCacheWriteFailed(_, let error): "diskCacheWriteFailed (\(error))"
+        case .imageDownloadedWithUnnecessaryError(_, let error): "imageDownloadedWithUnnecessaryError (\(error.code))"
+        case .imageDownloadedCouldNotBeDecoded: "imageDownloadedCouldNotBeDecoded"
+        case .cachedImageCouldNotBeDecoded(_, let source): "cachedImageCouldNotBeDecoded (\(source))"
+        case .invalidTargetDimensions: "invalidTargetDimensions"
+        }
+    }
 }
 
 /// Hears about problems (TIP's `TIPProblemObserver`). Called on the thread that met the problem.

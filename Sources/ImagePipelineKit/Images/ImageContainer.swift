@@ -53,3 +53,14 @@ public struct ImageContainer: Sendable {
     /// Bytes of pixel memory held: the sum over frames of `bytesPerRow × height`.
     public var sizeInMemory: Int { frames.reduce(0) { $0 + $1.bitmap.sizeInMemory } }
 }
+
+extension ImageContainer {
+    /// Every frame scaled as `target` asks; `self` when nothing changes size.
+    /// - Throws: ``ImageCodecError/limitExceeded(_:)`` when the target is unusable.
+    public func scaled(for target: TargetSizing) throws -> ImageContainer {
+        let size = target.scaledSize(of: dimensions)
+        guard size != dimensions else { return self }
+        return ImageContainer(frames: try frames.map { ImageFrame(bitmap: try $0.bitmap.scaled(to: size), duration: $0.duration) },
+                              loopCount: loopCount)
+    }
+}

@@ -27,8 +27,21 @@ public final class ImagePipeline: Sendable {
     public let diskCache: DiskCache?
     /// The configuration whose limits the caches share.
     public let configuration: GlobalConfiguration
+    private let ownObserver = Mutex<(any ImagePipelineObserver)?>(nil)
+    private let extraCaches = Mutex<[any AdditionalImageCache]>([])
 
-    private static let live = Mutex<Set<String>>([])
+    /// Read-only caches tried, in order, after the disk caches (TIP's `additionalCaches`).
+    public var additionalCaches: [any AdditionalImageCache] {
+        get { extraCaches.withLock { $0 } }
+        set { extraCaches.withLock { $0 = newValue } }
+    }
+
+    /// This pipeline's own observer, held strongly (TIP's `observer`); the global ones are on
+    /// ``GlobalConfiguration/addObserver(_:)``.
+    public var observer: (any ImagePipelineObserver)? {
+        get { ownObserver.withLock { $0 } }
+        set { ownObserver.withLock { $0 = newValue } }
+    }
 
     /// `$XDG_CACHE_HOME/ImagePipelineKit`, else `~/.cache/ImagePipelineKit`.
     public static var defaultCacheRoot: URL {
@@ -45,8 +58,7 @@ public final class ImagePipeline: Sendable {
         fileSystem: any CacheFileSystem = POSIXCacheFileSystem()
     ) throws(ImagePipelineError) {
         guard Self.isValid(identifier) else { throw .invalidIdentifier(identifier) }
-        let claimed = Self.live.withLock { $0.insert(identifier).inserted }
-        guard claimed else { throw .identifierInUse(identifier) }
+        guard PipelineRegistry.shared.claim(identifier) else { throw .identifierInUse(identifier) }
         self.identifier = identifier
         self.configuration = configuration
         renderedCache = RenderedCache(owner: identifier, pool: configuration.renderedPool)
@@ -54,10 +66,12 @@ public final class ImagePipeline: Sendable {
         diskCache = try? DiskCache(
             directory: cacheRoot.appendingPathComponent(identifier).path, owner: identifier,
             pool: configuration.diskPool, fileSystem: fileSystem)
+        PipelineRegistry.shared.register(self)
+        configuration.log(.debug, "stood up pipeline \(identifier)")
     }
 
     deinit {
-        _ = Self.live.withLock { $0.remove(identifier) }
+        PipelineRegistry.shared.release(identifier)
     }
 
     /// Identifiers of the pipelines with a directory under `cacheRoot`, loaded in this process or not.

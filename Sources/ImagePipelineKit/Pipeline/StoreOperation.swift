@@ -141,15 +141,25 @@ public final class StoreOperation: Operation, @unchecked Sendable {
             isPlaceholder: placeholder, isAnimated: isAnimated, timeToLive: request.timeToLive,
             updatesExpiryOnAccess: !request.options.contains(.doNotResetExpiryOnAccess))
 
+        var storesInMemory = false
+        if case .data = source { storesInMemory = true }
+        guard pipeline.diskCache != nil || storesInMemory else { throw StoreError(.noCacheForStoring) }
+
         pipeline.renderedCache.clear(identifier: identifier)
         let onDisk = pipeline.diskCache?.storeComplete(entry, identifier: identifier, forced: !placeholder) ?? false
         var inMemory = false
-        if case .data = source {
+        if storesInMemory {
             inMemory = pipeline.memoryCache.storeComplete(entry, identifier: identifier, forced: !placeholder)
         } else {
             pipeline.memoryCache.clear(identifier: identifier)
         }
-        return onDisk || inMemory
+        guard onDisk || inMemory else { return false }
+        var image: ImageContainer?
+        if case .image(let container) = source { image = container }
+        pipeline.announceStore(StoredImageInfo(
+            pipelineIdentifier: pipeline.identifier, identifier: identifier, url: request.url, dimensions: entry.dimensions,
+            isPlaceholder: placeholder, wasManuallyStored: true, image: image))
+        return true
     }
 }
 

@@ -1,0 +1,143 @@
+import Foundation
+import Synchronization
+
+// The network step of a fetch (tip-behaviour b2 step 6, b7, b9): a share of a coordinated download, progress,
+// decoding once complete, and percolation of the bytes into the memory and disk caches.
+extension FetchOperation {
+    func _queue_loadFromNetwork() {
+        guard !_queue_abortIfNeeded() else { return }
+        let partial = sources.contains(.networkResumed) || sources.contains(.network) ? resumablePartial : nil
+        guard sources.contains(.network) || (sources.contains(.networkResumed) && partial != nil) else {
+            return _queue_fail(FetchError(.couldNotLoadImage))
+        }
+        _queue_setState(.loadingFromNetwork)
+        let source: ImageLoadSource = partial != nil ? .networkResumed : .network
+        _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: source) }
+        if let partial {
+            _queue_setProgress(min(Double(partial.data.count) / Double(max(partial.expectedByteCount, 1)), 0.999))
+        }
+        let load = NetworkLoadRequest(
+            url: request.url, identifier: identifier, pipelineIdentifier: pipeline.identifier,
+            hydration: request.hydration, authorization: request.authorization, hydrationKey: request.hydrationKey,
+            partial: partial)
+        let client = FetchNetworkClient(operation: self)
+        let attachment = pipeline.configuration.downloadCoordinator.load(load, priority: priority, client: client)
+        shared.withLock { $0.attachment = attachment }
+        for observer in pipeline.currentObservers { observer.imagePipeline(pipeline, didStartDownloadingImageAt: request.url) }
+        // A cancel that came in before the attachment existed did not reach it.
+        if shared.withLock({ $0.cancelled }) { attachment.cancel() }
+    }
+
+    func _queue_networkDidReceive(resumedByteCount: Int, expectedByteCount: Int?) {
+        guard !state.isFinished else { return }
+        if resumablePartial != nil, resumedByteCount == 0 {
+            // The server sent the whole image again: the partial is gone (TIP's "did reset from partial").
+            resumablePartial = nil
+            guard sources.contains(.network) else {
+                shared.withLock { $0.attachment }?.cancel()
+                return _queue_fail(FetchError(.couldNotLoadImage))
+            }
+            _queue_setProgress(0)
+        }
+    }
+
+    func _queue_networkDidAppend(totalByteCount: Int, expectedByteCount: Int?) {
+        guard !state.isFinished else { return }
+        if shared.withLock({ $0.delegateWasSet && $0.strongDelegate == nil && $0.weakDelegate == nil }) {
+            // The delegate is gone (TIP: the operation is cancelled when its delegate deallocates): leave the
+            // download; its cancelled outcome finishes the fetch.
+            return cancel()
+        }
+        guard let expected = expectedByteCount, expected > 0 else { return }
+        _queue_setProgress(min(Double(totalByteCount) / Double(expected), 0.999))
+    }
+
+    func _queue_networkDidFinish(_ outcome: NetworkLoadOutcome) {
+        guard !state.isFinished else { return }
+        switch outcome {
+        case .failure(let error, let partial):
+            if let partial { _queue_keepPartial(partial) }
+            _queue_fail(FetchError(networkError: error))
+        case .success(let result):
+            _queue_networkSucceeded(result)
+        }
+    }
+
+    private func _queue_networkSucceeded(_ result: NetworkLoadResult) {
+        let decoded: DecodedImage
+        do {
+            decoded = try CodecCatalogue.shared.decode(result.data, target: request.targetSizing,
+                                                       configuration: request.decoderConfiguration)
+        } catch {
+            pipeline.configuration.report(.imageDownloadedCouldNotBeDecoded(identifier: identifier, bytes: result.data.count))
+            return _queue_fail(FetchError(.couldNotDecodeImage, underlying: error))
+        }
+        let source: ImageLoadSource = result.wasResumed ? .networkResumed : .network
+        let isPlaceholder = request.options.contains(.treatAsPlaceholder)
+        for observer in pipeline.currentObservers {
+            observer.imagePipeline(pipeline, didFinishDownloadingImageAt: request.url, imageType: decoded.properties.type,
+                                   sizeInBytes: result.data.count, dimensions: decoded.properties.dimensions,
+                                   wasResumed: result.wasResumed)
+        }
+        // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
+        if result.isOwner {
+            let cached = CachedImageData(
+                data: result.data, url: request.url, dimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
+                isAnimated: decoded.properties.isAnimated, timeToLive: request.resolvedTimeToLive,
+                updatesExpiryOnAccess: !request.options.contains(.doNotResetExpiryOnAccess))
+            let inMemory = pipeline.memoryCache.storeComplete(cached, identifier: identifier)
+            let onDisk = pipeline.diskCache?.storeComplete(cached, identifier: identifier) ?? false
+            pipeline.memoryCache.removePartial(identifier: identifier)
+            if inMemory || onDisk {
+                pipeline.announceStore(StoredImageInfo(
+                    pipelineIdentifier: pipeline.identifier, identifier: identifier, url: request.url,
+                    dimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder, wasManuallyStored: false,
+                    image: decoded.container))
+            }
+        }
+        _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder)
+        _queue_succeed(FetchResult(image: decoded.container, source: source, url: request.url,
+                                   originalDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
+                                   identifier: identifier))
+    }
+
+    /// A download that stopped early leaves its bytes for the next fetch to resume (never for placeholders).
+    private func _queue_keepPartial(_ partial: PartialImageData) {
+        guard !request.options.contains(.treatAsPlaceholder) else { return }
+        var partial = partial
+        partial.timeToLive = request.resolvedTimeToLive
+        partial.updatesExpiryOnAccess = !request.options.contains(.doNotResetExpiryOnAccess)
+        pipeline.memoryCache.storePartial(partial, identifier: identifier)
+        pipeline.diskCache?.storePartial(partial, identifier: identifier)
+    }
+}
+
+/// Relays a fetch's share of a download from the coordinator's queue to the fetch's own queue.
+final class FetchNetworkClient: NetworkLoadClient {
+    private let operation: FetchOperation
+    /// From the response head; read for each chunk.
+    private let expected = Mutex<Int?>(nil)
+
+    init(operation: FetchOperation) {
+        self.operation = operation
+    }
+
+    func networkLoad(_ load: NetworkLoadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
+                     expectedByteCount: Int?) {
+        expected.withLock { $0 = expectedByteCount }
+        operation.queue.async { [operation] in
+            operation._queue_networkDidReceive(resumedByteCount: resumedByteCount, expectedByteCount: expectedByteCount)
+        }
+    }
+
+    func networkLoad(_ load: NetworkLoadAttachment, didAppend chunk: Data, totalByteCount: Int) {
+        let expected = self.expected.withLock { $0 }
+        operation.queue.async { [operation] in
+            operation._queue_networkDidAppend(totalByteCount: totalByteCount, expectedByteCount: expected)
+        }
+    }
+
+    func networkLoad(_ load: NetworkLoadAttachment, didFinishWith outcome: NetworkLoadOutcome) {
+        operation.queue.async { [operation] in operation._queue_networkDidFinish(outcome) }
+    }
+}

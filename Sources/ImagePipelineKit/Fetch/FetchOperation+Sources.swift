@@ -1,0 +1,149 @@
+import Foundation
+
+// The source-by-source walk of a fetch (tip-behaviour b2): memory → own disk → other live pipelines' disks →
+// additional caches → network. Every method runs on the operation's queue; decoding happens here, never on
+// the delegate queue.
+extension FetchOperation {
+    var identifier: String { request.resolvedIdentifier }
+    var sources: LoadingSources { request.loadingSources }
+
+    func _queue_start() {
+        guard !_queue_abortIfNeeded() else { return }
+        guard !identifier.isEmpty else {
+            _queue_fail(FetchError(.invalidRequest))
+            return
+        }
+        if let target = request.targetSizing.dimensions, target.width < 0 || target.height < 0 {
+            pipeline.configuration.report(.invalidTargetDimensions(identifier: identifier, dimensions: target))
+        }
+        _queue_setState(.starting)
+        _queue_tellDelegate { $0.fetchOperationDidStart(self) }
+        _queue_loadFromMemory()
+    }
+
+    // MARK: - Memory
+
+    private func _queue_loadFromMemory() {
+        guard !_queue_abortIfNeeded() else { return }
+        guard sources.contains(.memoryCache) else { return _queue_loadFromDisk() }
+        _queue_setState(.loadingFromMemory)
+        _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .memoryCache) }
+        let entry = pipeline.memoryCache.entry(for: identifier)
+        if let complete = entry?.complete, complete.url == request.url,
+           _queue_deliverCached(complete, source: .memoryCache, storeInMemory: false) {
+            return
+        }
+        if let partial = entry?.partial, partial.url == request.url, _queue_adoptPartial(partial) {
+            return _queue_loadFromNetwork()   // TIP's jump: a partial in memory skips the disk
+        }
+        _queue_loadFromDisk()
+    }
+
+    // MARK: - Disk
+
+    private func _queue_loadFromDisk() {
+        guard !_queue_abortIfNeeded() else { return }
+        guard sources.contains(.diskCache), let disk = pipeline.diskCache else { return _queue_loadFromAdditionalCaches() }
+        _queue_setState(.loadingFromDisk)
+        _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .diskCache) }
+        let entry = disk.entry(for: identifier)
+        if let complete = entry?.complete, complete.url == request.url,
+           _queue_deliverCached(complete, source: .diskCache, storeInMemory: true) {
+            return
+        }
+        if let partial = entry?.partial, partial.url == request.url, _queue_adoptPartial(partial) {
+            return _queue_loadFromNetwork()
+        }
+        if _queue_loadFromOtherPipelines() { return }
+        _queue_loadFromAdditionalCaches()
+    }
+
+    /// tip-behaviour b6: another live pipeline's disk entry with the same identifier *and* URL is copied into
+    /// this pipeline's disk cache and delivered from there.
+    private func _queue_loadFromOtherPipelines() -> Bool {
+        guard let disk = pipeline.diskCache else { return false }
+        for other in PipelineRegistry.shared.livePipelines where other !== pipeline {
+            guard let found = other.diskCache?.peek(identifier: identifier), found.url == request.url else { continue }
+            var copy = found
+            copy.timeToLive = request.resolvedTimeToLive
+            copy.updatesExpiryOnAccess = !request.options.contains(.doNotResetExpiryOnAccess)
+            copy.lastAccess = Date()
+            disk.storeComplete(copy, identifier: identifier, forced: !copy.isPlaceholder)
+            if let stored = disk.entry(for: identifier)?.complete, stored.url == request.url,
+               _queue_deliverCached(stored, source: .diskCache, storeInMemory: false) {
+                return true
+            }
+        }
+        return false
+    }
+
+    // MARK: - Additional caches
+
+    private func _queue_loadFromAdditionalCaches() {
+        guard !_queue_abortIfNeeded() else { return }
+        guard sources.contains(.additionalCache) else { return _queue_loadFromNetwork() }
+        _queue_setState(.loadingFromAdditionalCache)
+        _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .additionalCache) }
+        let caches = pipeline.additionalCaches
+        guard !caches.isEmpty else { return _queue_loadFromNetwork() }
+        let url = request.url
+        Task {
+            var hit: ImageContainer?
+            for cache in caches {
+                if let image = await cache.image(for: url) {
+                    hit = image
+                    break
+                }
+            }
+            let found = hit
+            queue.async { [self] in
+                guard !_queue_abortIfNeeded() else { return }
+                guard let found else { return _queue_loadFromNetwork() }
+                // Additional caches are read-only sources: the image goes to the rendered cache only (b9).
+                let scaled = (try? found.scaled(for: request.targetSizing)) ?? found
+                _queue_storeRendered(scaled, sourceDimensions: found.dimensions, isPlaceholder: false)
+                _queue_succeed(FetchResult(image: scaled, source: .additionalCache, url: url,
+                                           originalDimensions: found.dimensions, isPlaceholder: false, identifier: identifier))
+            }
+        }
+    }
+
+    // MARK: - Shared steps
+
+    /// Decodes cached bytes at the target and succeeds with them; false when they do not decode (the entry is
+    /// then dropped from the cache it came from, and the walk goes on).
+    func _queue_deliverCached(_ cached: CachedImageData, source: ImageLoadSource, storeInMemory: Bool) -> Bool {
+        let decoded: DecodedImage
+        do {
+            decoded = try CodecCatalogue.shared.decode(cached.data, target: request.targetSizing,
+                                                       configuration: request.decoderConfiguration)
+        } catch {
+            pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: identifier, source: source))
+            if source == .memoryCache { pipeline.memoryCache.clear(identifier: identifier) }
+            if source == .diskCache { pipeline.diskCache?.remove(identifier: identifier) }
+            return false
+        }
+        if storeInMemory { pipeline.memoryCache.storeComplete(cached, identifier: identifier) }
+        _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder)
+        _queue_succeed(FetchResult(image: decoded.container, source: source, url: cached.url,
+                                   originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
+                                   identifier: identifier))
+        return true
+    }
+
+    /// Takes a partial image to resume, when the request allows resuming. True when adopted.
+    private func _queue_adoptPartial(_ partial: PartialImageData) -> Bool {
+        guard sources.contains(.networkResumed) || sources.contains(.network),
+              !request.options.contains(.treatAsPlaceholder) else { return false }
+        resumablePartial = partial
+        return true
+    }
+
+    /// Keeps the rendition for synchronous lookups unless the request says not to (b9).
+    func _queue_storeRendered(_ image: ImageContainer, sourceDimensions: PixelSize, isPlaceholder: Bool) {
+        guard !request.options.contains(.skipStoringToRenderedCache), !isPlaceholder,
+              let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center
+        else { return }
+        pipeline.renderedCache.store(RenderedImage(image: image, sourceDimensions: sourceDimensions), identifier: identifier)
+    }
+}

@@ -1,0 +1,232 @@
+import Foundation
+import Synchronization
+
+/// One image fetch through a pipeline (TIP's `TIPImageFetchOperation`, a3 and b2).
+///
+/// An asynchronous Foundation `Operation`: add dependencies before handing it to
+/// ``ImagePipeline/fetchImage(with:)``, which runs it on ``GlobalConfiguration/operationQueue`` (or completes
+/// it on the spot for a rendered-cache hit on the delegate queue). It tries the rendered cache, the memory
+/// cache, the disk caches (its own, then other live pipelines'), the additional caches and the network, in
+/// that order and as ``FetchRequest/loadingSources`` allows, and tells its ``delegate`` on the delegate queue.
+/// Its ``state`` never moves backwards.
+///
+/// Thread-safe: public properties can be read and ``priority`` changed from any thread.
+public final class FetchOperation: Operation, @unchecked Sendable {
+    // @unchecked: the fetch's working state (partial, network attachment, decoded images) is touched only on
+    // `queue` (methods named `_queue_…`); what public getters read is behind `shared`'s Mutex.
+
+    /// TIP's fetch states: positive while active, negative once finished.
+    public enum State: Int, Sendable {
+        case idle = 0, starting = 1, loadingFromMemory = 2, loadingFromDisk = 3, loadingFromAdditionalCache = 4
+        case loadingFromNetwork = 5
+        case cancelled = -1, failed = -2, succeeded = -100
+
+        public var isFinished: Bool { rawValue < 0 }
+    }
+
+    /// What public getters read; written under the lock from the operation's queue.
+    struct Shared {
+        var state = State.idle
+        var executing = false
+        var finished = false
+        /// Our own record of `cancel()`: Foundation's `isCancelled` takes the operation's internal lock, which
+        /// swift-corelibs-foundation's OperationQueue can hold while it waits for an asynchronous operation
+        /// to finish — reading it from the operation's queue deadlocked (measured).
+        var cancelled = false
+        var progress = 0.0
+        var finalResult: FetchResult?
+        var error: FetchError?
+        weak var weakDelegate: (any FetchDelegate)?
+        var strongDelegate: (any FetchDelegate)?
+        var delegateWasSet = false
+        var priority: Operation.QueuePriority = .normal
+        var attachment: NetworkLoadAttachment?
+        var enqueuedAt: Date?
+        var startedAt: Date?
+        var finishedAt: Date?
+    }
+
+    public let request: any FetchRequest
+    public let pipeline: ImagePipeline
+    /// Anything the caller wants to keep with the operation.
+    public let context: (any Sendable)?
+    let shared = Mutex(Shared())
+    let queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation")
+    /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.
+    var resumablePartial: PartialImageData?
+
+    init(request: any FetchRequest, pipeline: ImagePipeline, context: (any Sendable)?, delegate: (any FetchDelegate)?,
+         holdsDelegateStrongly: Bool) {
+        self.request = request
+        self.pipeline = pipeline
+        self.context = context
+        super.init()
+        shared.withLock {
+            $0.delegateWasSet = delegate != nil
+            if holdsDelegateStrongly { $0.strongDelegate = delegate } else { $0.weakDelegate = delegate }
+        }
+    }
+
+    // MARK: - Public state
+
+    public var state: State { shared.withLock { $0.state } }
+    /// The delegate, while it lives (held weakly unless the operation came from the block API).
+    public var delegate: (any FetchDelegate)? { shared.withLock { $0.strongDelegate ?? $0.weakDelegate } }
+    /// Download progress so far, 0 ... 1 (1 once succeeded).
+    public var progress: Double { shared.withLock { $0.progress } }
+    public var finalResult: FetchResult? { shared.withLock { $0.finalResult } }
+    public var error: FetchError? { shared.withLock { $0.error } }
+    /// Seconds between being handed to the pipeline and starting, once started.
+    public var timeSpentIdleInQueue: TimeInterval? {
+        shared.withLock { state in state.startedAt.flatMap { start in state.enqueuedAt.map { start.timeIntervalSince($0) } } }
+    }
+    /// Seconds between starting and finishing, once finished.
+    public var timeSpentExecuting: TimeInterval? {
+        shared.withLock { state in state.finishedAt.flatMap { end in state.startedAt.map { end.timeIntervalSince($0) } } }
+    }
+
+    /// TIP's priority: readable and writable at any time. Before the operation starts it orders the
+    /// operation queue; while it downloads it reaches the shared download (which runs at the highest
+    /// priority of its fetches).
+    public var priority: Operation.QueuePriority {
+        get { shared.withLock { $0.priority } }
+        set {
+            let attachment = shared.withLock { state -> NetworkLoadAttachment? in
+                state.priority = newValue
+                return state.attachment
+            }
+            if !isExecuting && !isFinished { queuePriority = newValue }
+            attachment?.priority = newValue
+        }
+    }
+
+    // MARK: - Operation
+
+    public override var isAsynchronous: Bool { true }
+    public override var isExecuting: Bool { shared.withLock { $0.executing } }
+    public override var isFinished: Bool { shared.withLock { $0.finished } }
+
+    public override func start() {
+        let begin = shared.withLock { state -> Bool in
+            guard !state.executing, !state.finished else { return false }
+            state.executing = true
+            state.startedAt = Date()
+            return true
+        }
+        guard begin else { return }
+        willChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isExecuting")
+        queue.async { self._queue_start() }
+    }
+
+    /// Stops the fetch: the delegate then gets ``FetchErrorCode/cancelled``. Asynchronous; a fetch that
+    /// already finished keeps its result.
+    public override func cancel() {
+        let attachment = shared.withLock { state -> NetworkLoadAttachment? in
+            state.cancelled = true
+            return state.attachment
+        }
+        super.cancel()
+        // A downloading fetch leaves its shared download; the download's answer finishes it. Otherwise the
+        // next step of the source walk sees `isCancelled`.
+        attachment?.cancel()
+        queue.async { [self] in
+            if attachment == nil, isExecuting, !state.isFinished { _queue_abortIfNeeded() }
+        }
+    }
+
+    /// Stops calling the delegate; the fetch goes on.
+    public func discardDelegate() {
+        shared.withLock {
+            $0.strongDelegate = nil
+            $0.weakDelegate = nil
+            $0.delegateWasSet = false
+        }
+    }
+
+    /// ``cancel()`` and ``discardDelegate()``.
+    public func cancelAndDiscardDelegate() {
+        discardDelegate()
+        cancel()
+    }
+
+    // MARK: - Delegate calls
+
+    /// Runs `body` with the delegate on the delegate queue, in order with every other callback.
+    func _queue_tellDelegate(_ body: @escaping @Sendable (any FetchDelegate) -> Void) {
+        pipeline.configuration.delegateQueue.async { [self] in
+            if let delegate { body(delegate) }
+        }
+    }
+
+    /// True (and the fetch failed as cancelled) when it was cancelled or its weakly held delegate is gone.
+    @discardableResult
+    func _queue_abortIfNeeded() -> Bool {
+        guard !state.isFinished else { return true }
+        let delegateGone = shared.withLock { $0.delegateWasSet && $0.strongDelegate == nil && $0.weakDelegate == nil }
+        guard shared.withLock({ $0.cancelled }) || delegateGone else { return false }
+        _queue_fail(FetchError(.cancelled))
+        return true
+    }
+
+    func _queue_setState(_ newState: State) {
+        shared.withLock { state in
+            // Never backwards: a later source has a higher number, and finished states are final.
+            guard !state.state.isFinished, newState.isFinished || newState.rawValue > state.state.rawValue else { return }
+            state.state = newState
+        }
+    }
+
+    func _queue_setProgress(_ progress: Double) {
+        shared.withLock { $0.progress = progress }
+        _queue_tellDelegate { $0.fetchOperation(self, didUpdateProgress: progress) }
+    }
+
+    // MARK: - Finishing
+
+    func _queue_succeed(_ result: FetchResult) {
+        guard !state.isFinished else { return }
+        shared.withLock {
+            $0.finalResult = result
+            $0.progress = 1
+            $0.attachment = nil
+        }
+        _queue_finish(state: .succeeded) { $0.fetchOperation(self, didLoadFinalImage: result) }
+    }
+
+    func _queue_fail(_ error: FetchError) {
+        guard !state.isFinished else { return }
+        shared.withLock {
+            $0.error = error
+            $0.attachment = nil
+        }
+        _queue_finish(state: error.code == .cancelled ? .cancelled : .failed) {
+            $0.fetchOperation(self, didFailToLoadFinalImageWith: error)
+        }
+    }
+
+    /// Sets the final state, then tells the delegate, and only once that callback has run reports the
+    /// operation finished (TIP's ordering guarantee: the final callback happens before `isFinished`).
+    private func _queue_finish(state finalState: State, _ callback: @escaping @Sendable (any FetchDelegate) -> Void) {
+        _queue_setState(finalState)
+        pipeline.configuration.delegateQueue.async { [self] in
+                if let delegate { callback(delegate) }
+            markFinished()
+        }
+    }
+
+    /// KVO-visible end of the operation. Also used by the synchronous rendered path, which never starts it.
+    func markFinished() {
+        willChangeValue(forKey: "isFinished")
+        willChangeValue(forKey: "isExecuting")
+        shared.withLock {
+            $0.executing = false
+            $0.finished = true
+            $0.finishedAt = Date()
+            // Released now: the block API's delegate may hold the caller's completion and what it captured.
+            $0.strongDelegate = nil
+        }
+        didChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isFinished")
+    }
+}

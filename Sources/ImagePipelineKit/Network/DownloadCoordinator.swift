@@ -1,0 +1,168 @@
+import Foundation
+import Synchronization
+
+/// Runs image downloads for fetches: one download shared by identical fetches, highest priority first, a
+/// bounded number at a time, resuming partial images (TIP's image downloader, tip-behaviour b7).
+///
+/// - Fetches share a download when URL, identifier, pipeline, extra headers and hydration key are equal
+///   (``NetworkLoadRequest/hydrationKey``). A fetch that joins late gets the response and the bytes so far.
+/// - A download runs at the highest priority of its fetches, recomputed when one joins, leaves or changes
+///   priority; waiting downloads start highest priority first, at most ``maxConcurrentDownloads`` at a time.
+/// - Cancelling one fetch detaches it; cancelling the last one cancels the download, and that fetch gets the
+///   partial image to keep for resuming.
+/// - Resuming sends `Range: bytes=N-` with `If-Range` (a strong ETag, else Last-Modified); a `206` continues the
+///   partial, a `200` starts over (clients hear `resumedByteCount` 0), a `416` is retried once without `Range`.
+///
+/// Thread-safe. Everything mutable lives on one serial queue (TIP's downloader queue); its private methods
+/// are named `_queue_…`, and clients are called on it.
+public final class DownloadCoordinator: @unchecked Sendable {
+    // @unchecked: `downloads`, `pending`, `running` and every SharedDownload are touched only on `queue`;
+    // `limit` is behind its Mutex.
+
+    /// The downloader that moves the bytes.
+    public let downloader: any ImageDownloader
+    let queue = DispatchQueue(label: "ImagePipelineKit.DownloadCoordinator")
+    private let onQueue = DispatchSpecificKey<ObjectIdentifier>()
+    private let limit: Mutex<Int>
+    private let configuration: GlobalConfiguration
+    private var downloads: [NetworkLoadRequest.SharingKey: SharedDownload] = [:]
+    private var pending: [SharedDownload] = []
+    private var running = 0
+    private var nextSequence = 0
+
+    /// A coordinator over `downloader`, reporting problems to `configuration`.
+    public init(downloader: any ImageDownloader, maxConcurrentDownloads: Int = 4, configuration: GlobalConfiguration = .shared) {
+        self.downloader = downloader
+        self.limit = Mutex(maxConcurrentDownloads)
+        self.configuration = configuration
+        queue.setSpecific(key: onQueue, value: ObjectIdentifier(self))
+    }
+
+    /// How many downloads run at once (TIP's `maxConcurrentImagePipelineDownloadCount`, default 4). Read each
+    /// time a download could start: negative is unlimited, 0 starts nothing until raised.
+    public var maxConcurrentDownloads: Int {
+        get { limit.withLock { $0 } }
+        set {
+            limit.withLock { $0 = newValue }
+            queue.async { self._queue_startPending() }
+        }
+    }
+
+    /// Attaches `client` to the download of `request` — an identical running or waiting one, or a new one —
+    /// at `priority`. Events reach `client` later, on the coordinator's queue; none before this returns.
+    public func load(_ request: NetworkLoadRequest, priority: Operation.QueuePriority = .normal,
+                     client: any NetworkLoadClient) -> NetworkLoadAttachment {
+        let attachment = NetworkLoadAttachment(coordinator: self, client: client, priority: priority)
+        runOnQueue { _queue_attach(attachment, request: request) }
+        return attachment
+    }
+
+    /// How many downloads are waiting or running (for tests and inspection).
+    public var activeDownloadCount: Int { runOnQueue { pending.count + running } }
+
+    /// Runs `body` on the queue, inline when already there (a client starting a load from a callback).
+    func runOnQueue<T>(_ body: () -> T) -> T {
+        DispatchQueue.getSpecific(key: onQueue) == ObjectIdentifier(self) ? body() : queue.sync(execute: body)
+    }
+
+    // MARK: - On the queue
+
+    private func _queue_attach(_ attachment: NetworkLoadAttachment, request: NetworkLoadRequest) {
+        let key = request.sharingKey
+        if let key, let download = downloads[key], !download.isFinished {
+            download._queue_join(attachment)
+            _queue_priorityChanged(of: download)
+            return
+        }
+        nextSequence += 1
+        let download = SharedDownload(coordinator: self, request: request, sequence: nextSequence, owner: attachment)
+        if let key { downloads[key] = download }
+        pending.append(download)
+        _queue_startPending()
+    }
+
+    /// Starts waiting downloads, highest priority first (oldest first among equals), while the limit allows.
+    func _queue_startPending() {
+        while !pending.isEmpty {
+            let max = maxConcurrentDownloads
+            guard max < 0 || running < max else { return }
+            let next = pending.indices.max { a, b in
+                pending[a].priority.rawValue != pending[b].priority.rawValue
+                    ? pending[a].priority.rawValue < pending[b].priority.rawValue
+                    : pending[a].sequence > pending[b].sequence
+            }!
+            let download = pending.remove(at: next)
+            running += 1
+            download._queue_start()
+        }
+    }
+
+    /// A download ended (completed, failed, or its last fetch left): frees its slot and its key.
+    func _queue_downloadEnded(_ download: SharedDownload, wasRunning: Bool) {
+        if let key = download.request.sharingKey, downloads[key] === download { downloads[key] = nil }
+        if wasRunning {
+            running -= 1
+        } else {
+            pending.removeAll { $0 === download }
+        }
+        _queue_startPending()
+    }
+
+    func _queue_priorityChanged(of download: SharedDownload) {
+        download._queue_updatePriority()
+    }
+
+    func report(_ problem: ImagePipelineProblem) {
+        configuration.report(problem)
+    }
+
+    func log(_ message: @autoclosure () -> String) {
+        configuration.log(.debug, "\(message())")
+    }
+}
+
+/// One fetch's membership in a shared download: change its priority or leave it. Thread-safe.
+public final class NetworkLoadAttachment: @unchecked Sendable {
+    // @unchecked: `download`, `isDetached` and `isCaughtUp` are touched only on the coordinator's queue;
+    // `currentPriority` is behind its Mutex.
+    let client: any NetworkLoadClient
+    private let coordinator: DownloadCoordinator
+    private let currentPriority: Mutex<Operation.QueuePriority>
+    /// The download this fetch belongs to; the two hold each other until the fetch is detached.
+    var download: SharedDownload?
+    /// Set once the fetch's outcome was delivered (or it left).
+    var isDetached = false
+    /// False for a late joiner until it has been sent the response and bytes so far.
+    var isCaughtUp = true
+
+    init(coordinator: DownloadCoordinator, client: any NetworkLoadClient, priority: Operation.QueuePriority) {
+        self.coordinator = coordinator
+        self.client = client
+        currentPriority = Mutex(priority)
+    }
+
+    /// This fetch's priority; changing it re-prioritises the shared download (and its place in the queue).
+    public var priority: Operation.QueuePriority {
+        get { currentPriority.withLock { $0 } }
+        set {
+            currentPriority.withLock { $0 = newValue }
+            coordinator.queue.async { [self] in
+                if let download, !isDetached { coordinator._queue_priorityChanged(of: download) }
+            }
+        }
+    }
+
+    /// Identifies the underlying download: fetches sharing one see the same value (TIP's download context).
+    public var downloadIdentifier: ObjectIdentifier? {
+        coordinator.runOnQueue { download.map(ObjectIdentifier.init) }
+    }
+
+    /// Leaves the download: this fetch gets a ``NetworkLoadError/cancelled`` outcome (with the partial image,
+    /// when it was the last fetch and the download stops); the others carry on. Asynchronous; idempotent.
+    public func cancel() {
+        coordinator.queue.async { [self] in
+            guard !isDetached, let download else { return }
+            download._queue_detach(self)
+        }
+    }
+}

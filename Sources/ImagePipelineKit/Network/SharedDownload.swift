@@ -1,0 +1,319 @@
+import Foundation
+
+/// One download and the fetches that share it. Lives on the coordinator's queue (every method is
+/// `_queue_…`); the downloader's events are relayed onto that queue by a ``DownloadEventRelay``.
+final class SharedDownload: @unchecked Sendable {
+    // @unchecked: every stored property is read and written only on `coordinator.queue`.
+
+    private enum Phase { case waiting, preparing, running, finished }
+
+    let request: NetworkLoadRequest
+    let sequence: Int
+    private let coordinator: DownloadCoordinator
+    private var phase = Phase.waiting
+    /// The fetches, owner (the one that created it) first.
+    private var attachments: [NetworkLoadAttachment]
+    private(set) var priority: Operation.QueuePriority
+    private var task: (any ImageDownloadTask)?
+    /// Bumped whenever a task is replaced (a 416 retry), so a stale task's late events are ignored.
+    private var attempt = 0
+    /// The partial being resumed by the current attempt, if any.
+    private var resuming: PartialImageData?
+    private var response: DownloadResponse?
+    private var bytes = Data()
+    private var expectedByteCount: Int?
+    private var wasResumed = false
+
+    init(coordinator: DownloadCoordinator, request: NetworkLoadRequest, sequence: Int, owner: NetworkLoadAttachment) {
+        self.coordinator = coordinator
+        self.request = request
+        self.sequence = sequence
+        attachments = [owner]
+        priority = owner.priority
+        owner.download = self
+    }
+
+    var isFinished: Bool { phase == .finished }
+
+    // MARK: - Fetches joining and leaving
+
+    /// Adds a fetch; once the queue gets to it, it is sent the response and the bytes so far, in order with
+    /// everything that follows.
+    func _queue_join(_ attachment: NetworkLoadAttachment) {
+        attachment.download = self
+        attachments.append(attachment)
+        guard response != nil else { return }
+        attachment.isCaughtUp = false
+        coordinator.queue.async { [self] in
+            guard !attachment.isDetached, let response else { return }
+            attachment.isCaughtUp = true
+            attachment.client.networkLoad(attachment, didReceive: response, resumedByteCount: 0,
+                                          expectedByteCount: expectedByteCount)
+            if !bytes.isEmpty {
+                attachment.client.networkLoad(attachment, didAppend: bytes, totalByteCount: bytes.count)
+            }
+        }
+    }
+
+    /// A fetch leaves. The last one to leave stops the download and takes the partial image with it.
+    func _queue_detach(_ attachment: NetworkLoadAttachment) {
+        attachments.removeAll { $0 === attachment }
+        guard attachments.isEmpty, phase != .finished else {
+            _queue_deliver(.failure(.cancelled, partial: nil), to: attachment)
+            _queue_updatePriority()
+            return
+        }
+        let partial = _queue_resumablePartial()
+        _queue_finish(cancellingTask: true)
+        _queue_deliver(.failure(.cancelled, partial: partial), to: attachment)
+    }
+
+    func _queue_updatePriority() {
+        let highest = attachments.map(\.priority).max { $0.rawValue < $1.rawValue } ?? priority
+        guard highest != priority else { return }
+        priority = highest
+        if let task {
+            // Off the queue: a downloader may take its own lock, which its event thread holds while it waits
+            // for this queue.
+            DispatchQueue.global().async { task.priority = highest }
+        }
+    }
+
+    // MARK: - Starting
+
+    /// Hydrates and authorises the request (asynchronously: those are user closures), then starts the
+    /// downloader. Fails every fetch when a closure throws or the hydration changed the URL.
+    func _queue_start() {
+        phase = .preparing
+        let request = self.request
+        let initial = DownloadRequest(url: request.url, headers: request.headers, priority: priority, limits: request.limits)
+        Task { [self] in
+            let prepared = await Self.prepare(initial, hydration: request.hydration, authorization: request.authorization)
+            coordinator.queue.async { self._queue_prepared(prepared) }
+        }
+    }
+
+    /// Runs the user's hydration, then authorization, off the queue.
+    private static func prepare(
+        _ request: DownloadRequest, hydration: NetworkLoadRequest.Hydration?, authorization: NetworkLoadRequest.Authorization?
+    ) async -> Result<DownloadRequest, NetworkLoadError> {
+        var request = request
+        if let hydration {
+            do {
+                let hydrated = try await hydration(request)
+                guard hydrated.url == request.url else { return .failure(.illegalHydrationModification) }
+                request = hydrated
+            } catch {
+                return .failure(.hydration(error))
+            }
+        }
+        if let authorization {
+            do {
+                if let value = try await authorization(request) {
+                    request.headers.replaceOrAdd(name: "Authorization", value: value)
+                }
+            } catch {
+                return .failure(.authorization(error))
+            }
+        }
+        return .success(request)
+    }
+
+    private func _queue_prepared(_ prepared: Result<DownloadRequest, NetworkLoadError>) {
+        guard phase == .preparing else { return }   // every fetch left meanwhile
+        switch prepared {
+        case .failure(let error):
+            _queue_finish(cancellingTask: false)
+            for attachment in attachments { _queue_deliver(.failure(error, partial: nil), to: attachment) }
+        case .success(var download):
+            phase = .running
+            download.priority = priority
+            resuming = nil
+            if let partial = request.partial, !partial.data.isEmpty, let validator = Self.ifRangeValidator(of: partial) {
+                download.headers.replaceOrAdd(name: "Range", value: "bytes=\(partial.data.count)-")
+                download.headers.replaceOrAdd(name: "If-Range", value: validator)
+                resuming = partial
+            }
+            _queue_send(download)
+        }
+    }
+
+    private func _queue_send(_ download: DownloadRequest) {
+        attempt += 1
+        let relay = DownloadEventRelay(download: self, attempt: attempt, request: download)
+        task = coordinator.downloader.startDownload(download, delegate: relay)
+    }
+
+    /// The `If-Range` value for a partial: a strong ETag (TIP never used one), else Last-Modified.
+    static func ifRangeValidator(of partial: PartialImageData) -> String? {
+        if let tag = partial.entityTag, !tag.hasPrefix("W/"), !tag.isEmpty { return tag }
+        if let date = partial.lastModified, date.count >= 4 { return date }
+        return nil
+    }
+
+    // MARK: - Downloader events (relayed onto the queue)
+
+    func _queue_didReceive(_ response: DownloadResponse, attempt: Int, request: DownloadRequest) {
+        guard attempt == self.attempt, phase == .running else { return }
+        if let partial = resuming {
+            switch response.statusCode {
+            case 206 where Self.rangeStart(of: response) == partial.data.count:
+                bytes = partial.data
+                wasResumed = true
+                expectedByteCount = Self.rangeTotal(of: response) ?? partial.expectedByteCount
+            case 206, 416:
+                // The server does not continue where we stopped (or cannot): ask for the whole image once.
+                coordinator.log("resume of \(request.url) answered \(response.statusCode); reloading without Range")
+                _queue_retryWithoutRange(request)
+                return
+            default:
+                expectedByteCount = response.expectedContentLength   // 200: the whole image again
+            }
+        } else {
+            expectedByteCount = response.expectedContentLength
+        }
+        self.response = response
+        for attachment in attachments where attachment.isCaughtUp {
+            attachment.client.networkLoad(attachment, didReceive: response, resumedByteCount: wasResumed ? bytes.count : 0,
+                                          expectedByteCount: expectedByteCount)
+        }
+    }
+
+    private func _queue_retryWithoutRange(_ request: DownloadRequest) {
+        resuming = nil
+        let stale = task
+        DispatchQueue.global().async { stale?.cancel() }
+        var request = request
+        request.headers.remove(name: "Range")
+        request.headers.remove(name: "If-Range")
+        request.priority = priority
+        _queue_send(request)
+    }
+
+    func _queue_didReceive(_ chunk: Data, attempt: Int) {
+        guard attempt == self.attempt, phase == .running, let response, Self.isImageStatus(response.statusCode) else { return }
+        guard !attachments.isEmpty else {
+            _queue_finish(cancellingTask: true)
+            return
+        }
+        bytes.append(chunk)
+        for attachment in attachments where attachment.isCaughtUp {
+            attachment.client.networkLoad(attachment, didAppend: chunk, totalByteCount: bytes.count)
+        }
+    }
+
+    func _queue_didComplete(_ error: DownloadError?, attempt: Int) {
+        guard attempt == self.attempt, phase == .running else { return }
+        let outcome: NetworkLoadOutcome
+        var partial: PartialImageData?
+        if let response, Self.isImageStatus(response.statusCode) {
+            // Judged on the bytes, not the transport (TIP PR #45, #51): all of a known length is the image.
+            let whole = expectedByteCount.map { $0 > 0 && bytes.count == $0 } ?? (error == nil)
+            if whole {
+                if let error {
+                    coordinator.report(.imageDownloadedWithUnnecessaryError(identifier: request.identifier, error: error))
+                }
+                outcome = .success(NetworkLoadResult(data: bytes, response: response, wasResumed: wasResumed, isOwner: false,
+                                                     unnecessaryError: error))
+            } else {
+                partial = _queue_resumablePartial()
+                outcome = .failure(.download(error ?? .transport(description: "the body ended early")), partial: nil)
+            }
+        } else if let response {
+            outcome = .failure(.httpStatus(response.statusCode), partial: nil)
+        } else {
+            outcome = .failure(.download(error ?? .transport(description: "no response")), partial: nil)
+        }
+        let fetches = attachments
+        _queue_finish(cancellingTask: false)
+        for (index, attachment) in fetches.enumerated() {
+            switch outcome {
+            case .success(var result):
+                result.isOwner = index == 0
+                _queue_deliver(.success(result), to: attachment)
+            case .failure(let error, _):
+                _queue_deliver(.failure(error, partial: index == 0 ? partial : nil), to: attachment)
+            }
+        }
+    }
+
+    // MARK: - Ending
+
+    private func _queue_finish(cancellingTask: Bool) {
+        let wasRunning = phase != .waiting
+        phase = .finished
+        if cancellingTask, let task { DispatchQueue.global().async { task.cancel() } }
+        task = nil
+        coordinator._queue_downloadEnded(self, wasRunning: wasRunning)
+    }
+
+    private func _queue_deliver(_ outcome: NetworkLoadOutcome, to attachment: NetworkLoadAttachment) {
+        guard !attachment.isDetached else { return }
+        attachment.isDetached = true
+        attachment.download = nil
+        attachment.client.networkLoad(attachment, didFinishWith: outcome)
+    }
+
+    /// The bytes so far as a partial image to resume later, when the server allows it (TIP b7: ranges
+    /// accepted and a validator given; here a strong ETag counts as well as Last-Modified).
+    private func _queue_resumablePartial() -> PartialImageData? {
+        guard let response, response.statusCode == 200 || response.statusCode == 206, !bytes.isEmpty,
+              let expected = expectedByteCount, bytes.count < expected else { return nil }
+        let acceptsRanges = response.statusCode == 206
+            || response.headers.values(for: "Accept-Ranges").contains { $0.lowercased().contains("bytes") }
+        let partial = PartialImageData(
+            data: bytes, url: request.url, dimensions: request.partial?.dimensions, expectedByteCount: expected,
+            lastModified: response.headers["Last-Modified"] ?? (wasResumed ? request.partial?.lastModified : nil),
+            entityTag: response.headers["ETag"] ?? (wasResumed ? request.partial?.entityTag : nil))
+        return acceptsRanges && Self.ifRangeValidator(of: partial) != nil ? partial : nil
+    }
+
+    private static func isImageStatus(_ status: Int) -> Bool { status == 200 || status == 206 }
+
+    /// `N` of `Content-Range: bytes N-M/T`.
+    static func rangeStart(of response: DownloadResponse) -> Int? {
+        guard let range = response.headers["Content-Range"], range.lowercased().hasPrefix("bytes ") else { return nil }
+        return Int(range.dropFirst(6).prefix { $0 != "-" })
+    }
+
+    /// `T` of `Content-Range: bytes N-M/T` (`nil` for `*`).
+    static func rangeTotal(of response: DownloadResponse) -> Int? {
+        guard let range = response.headers["Content-Range"], let slash = range.lastIndex(of: "/") else { return nil }
+        return Int(range[range.index(after: slash)...])
+    }
+}
+
+/// The downloader's delegate for one attempt of a shared download: moves each event onto the coordinator's
+/// queue, in order. Asynchronously: a downloader's thread may be a NIO event loop that the coordinator's queue
+/// itself waits on while it starts the next download, so blocking it here could deadlock both. The bytes
+/// queued meanwhile are bounded by ``DownloadLimits/maxResponseBytes``.
+final class DownloadEventRelay: ImageDownloadDelegate, @unchecked Sendable {
+    // @unchecked: immutable after init; `download` is used only on the coordinator's queue.
+    private let download: SharedDownload
+    private let attempt: Int
+    private let request: DownloadRequest
+    private let queue: DispatchQueue
+
+    init(download: SharedDownload, attempt: Int, request: DownloadRequest) {
+        self.download = download
+        self.attempt = attempt
+        self.request = request
+        queue = download.coordinatorQueue
+    }
+
+    func download(_ task: any ImageDownloadTask, didReceive response: DownloadResponse) {
+        queue.async { [download, attempt, request] in download._queue_didReceive(response, attempt: attempt, request: request) }
+    }
+
+    func download(_ task: any ImageDownloadTask, didReceive chunk: Data) {
+        queue.async { [download, attempt] in download._queue_didReceive(chunk, attempt: attempt) }
+    }
+
+    func download(_ task: any ImageDownloadTask, didCompleteWith error: DownloadError?) {
+        queue.async { [download, attempt] in download._queue_didComplete(error, attempt: attempt) }
+    }
+}
+
+extension SharedDownload {
+    var coordinatorQueue: DispatchQueue { coordinator.queue }
+}

@@ -1,0 +1,507 @@
+import Foundation
+import ImageOriginServer
+import ImagePipelineHTTPClient
+import ImagePipelineKit
+import Synchronization
+import Testing
+
+/// The downloaders the coordinator is tested over.
+enum CoordinatorDownloader: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case urlSession, httpClient
+    var testDescription: String { rawValue }
+}
+
+/// A started origin serving a real JPEG at `/a.jpg`, a coordinator over one downloader, torn down afterwards.
+struct CoordinatorHarness {
+    let server: ImageOriginServer
+    let coordinator: DownloadCoordinator
+    let problems: CollectedProblems
+    let image: Data
+
+    static let imageURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("SampleCLI/Images/skimage-rocket.jpg")
+
+    static func run(_ kind: CoordinatorDownloader, wrap: (any ImageDownloader) -> any ImageDownloader = { $0 },
+                    _ body: (CoordinatorHarness) async throws -> Void) async throws {
+        let server = try await ImageOriginServer.start(port: 0)
+        let image = try Data(contentsOf: imageURL)
+        server.setAsset(image, at: "/a.jpg", contentType: "image/jpeg")
+        // Shaped below NIO's 64 KiB write high-water mark (see DownloaderTestSupport: the origin's unshaped
+        // pump stalls past it), and slow enough that a test can act halfway through a download.
+        server.setShaping(OriginShaping(bytesPerSecond: 2_000_000))
+        let downloader: any ImageDownloader = switch kind {
+        case .urlSession: URLSessionDownloader()
+        case .httpClient: HTTPClientDownloader()
+        }
+        let configuration = GlobalConfiguration()
+        let problems = CollectedProblems()
+        configuration.problemObserver = problems
+        let harness = CoordinatorHarness(
+            server: server, coordinator: DownloadCoordinator(downloader: wrap(downloader), configuration: configuration),
+            problems: problems, image: image)
+        var failure: (any Error)?
+        do { try await body(harness) } catch { failure = error }
+        try await (downloader as? HTTPClientDownloader)?.shutdown()
+        try await server.shutdown()
+        if let failure { throw failure }
+    }
+
+    func request(_ path: String = "/a.jpg", identifier: String? = nil, pipeline: String = "p",
+                 partial: PartialImageData? = nil) -> NetworkLoadRequest {
+        NetworkLoadRequest(url: server.url(for: path), identifier: identifier, pipelineIdentifier: pipeline, partial: partial)
+    }
+
+    /// Starts a load and returns its recorder.
+    @discardableResult
+    func load(_ request: NetworkLoadRequest, priority: Operation.QueuePriority = .normal,
+              cancelAfterBytes: Int? = nil) -> LoadRecorder {
+        let recorder = LoadRecorder(cancelAfterBytes: cancelAfterBytes)
+        recorder.attachment = coordinator.load(request, priority: priority, client: recorder)
+        return recorder
+    }
+}
+
+final class CollectedProblems: ProblemObserver, Sendable {
+    let problems = Mutex<[ImagePipelineProblem]>([])
+    func problemWasEncountered(_ problem: ImagePipelineProblem) { problems.withLock { $0.append(problem) } }
+    var all: [ImagePipelineProblem] { problems.withLock { $0 } }
+}
+
+/// Records one fetch's events; can cancel itself once it has a number of bytes.
+final class LoadRecorder: NetworkLoadClient, @unchecked Sendable {
+    // @unchecked: `state` is behind its Mutex; `attachment` is set once, right after `load` returns, before
+    // any event can arrive (events come asynchronously, on the coordinator's queue).
+    struct State {
+        var responses: [(status: Int, resumed: Int, expected: Int?)] = []
+        var chunks: [Int] = []
+        var totals: [Int] = []
+        var body = Data()
+        var outcome: NetworkLoadOutcome?
+        var waiters: [CheckedContinuation<NetworkLoadOutcome, Never>] = []
+    }
+
+    let state = Mutex(State())
+    let cancelAfterBytes: Int?
+    var attachment: NetworkLoadAttachment?
+
+    init(cancelAfterBytes: Int?) { self.cancelAfterBytes = cancelAfterBytes }
+
+    func networkLoad(_ load: NetworkLoadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
+                     expectedByteCount: Int?) {
+        state.withLock { $0.responses.append((response.statusCode, resumedByteCount, expectedByteCount)) }
+    }
+
+    func networkLoad(_ load: NetworkLoadAttachment, didAppend chunk: Data, totalByteCount: Int) {
+        let total = state.withLock { state -> Int in
+            state.chunks.append(chunk.count)
+            state.totals.append(totalByteCount)
+            state.body.append(chunk)
+            return totalByteCount
+        }
+        if let cancelAfterBytes, total >= cancelAfterBytes { load.cancel() }
+    }
+
+    func networkLoad(_ load: NetworkLoadAttachment, didFinishWith outcome: NetworkLoadOutcome) {
+        let waiters = state.withLock { state in
+            precondition(state.outcome == nil, "a second outcome")
+            state.outcome = outcome
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume(returning: outcome) }
+    }
+
+    func outcome() async -> NetworkLoadOutcome {
+        await withCheckedContinuation { continuation in
+            let done = state.withLock { state -> NetworkLoadOutcome? in
+                if let outcome = state.outcome { return outcome }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let done { continuation.resume(returning: done) }
+        }
+    }
+
+    var totals: [Int] { state.withLock { $0.totals } }
+    var responses: [(status: Int, resumed: Int, expected: Int?)] { state.withLock { $0.responses } }
+    var firstProgressTotal: Int? { state.withLock { $0.totals.first } }
+}
+
+extension NetworkLoadOutcome {
+    var result: NetworkLoadResult? { if case .success(let result) = self { result } else { nil } }
+    var error: NetworkLoadError? { if case .failure(let error, _) = self { error } else { nil } }
+    var partial: PartialImageData? { if case .failure(_, let partial) = self { partial } else { nil } }
+    var isCancelled: Bool { if case .failure(.cancelled, _) = self { true } else { false } }
+}
+
+/// Waits (bounded) until `condition` holds.
+func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    return condition()
+}
+
+@Suite("Download coordinator: sharing, priority, resume (tip-behaviour b7, scenarios 21-36)")
+struct DownloadCoordinatorTests {
+    @Test("A cold load delivers the image's bytes once, with progress that never goes back", arguments: CoordinatorDownloader.allCases)
+    func coldLoad(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            let recorder = h.load(h.request())
+            let outcome = await recorder.outcome()
+            let result = try #require(outcome.result, "\(outcome) after \(recorder.totals.last ?? 0) bytes; log: \(h.server.requestLog.map { ($0.status, $0.bytesSent, $0.clientWentAway) })")
+            #expect(result.data == h.image && !result.wasResumed && result.isOwner && result.unnecessaryError == nil)
+            #expect(recorder.responses.map(\.status) == [200] && recorder.responses.first?.expected == h.image.count)
+            #expect(recorder.totals == recorder.totals.sorted() && recorder.totals.last == h.image.count)
+            #expect(h.server.requestLog.count == 1)
+            #expect(h.coordinator.activeDownloadCount == 0)
+        }
+    }
+
+    @Test("Scenario 28: two fetches 100 ms apart share one request; the late one gets the bytes so far; cancelling the first leaves the second", arguments: CoordinatorDownloader.allCases)
+    func coalescing(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            h.server.setShaping(OriginShaping(bytesPerSecond: 200_000), for: "/a.jpg")   // ~0.56 s
+            let first = h.load(h.request())
+            try await Task.sleep(for: .milliseconds(100))
+            let second = h.load(h.request())
+            #expect(first.attachment?.downloadIdentifier != nil)
+            #expect(first.attachment?.downloadIdentifier == second.attachment?.downloadIdentifier)
+            #expect(try await eventually { (second.firstProgressTotal ?? 0) > 0 })
+            // The late joiner's first chunk is the catch-up: everything the download had when it joined.
+            #expect((second.firstProgressTotal ?? 0) >= (first.firstProgressTotal ?? .max))
+            first.attachment?.cancel()
+            #expect(await first.outcome().isCancelled)
+            // The first did not own the last share of the download, so it takes no partial with it.
+            #expect(await first.outcome().partial == nil)
+            let result = try #require(await second.outcome().result)
+            #expect(result.data == h.image)
+            #expect(h.server.requestLog.count == 1)
+        }
+    }
+
+    @Test("Scenario 29: no sharing across pipelines, across hydration keys, or with a hydration that has no key", arguments: CoordinatorDownloader.allCases)
+    func noSharing(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            h.server.setShaping(OriginShaping(bytesPerSecond: 400_000), for: "/a.jpg")
+            var keyed = h.request()
+            keyed.hydration = { $0 }
+            keyed.hydrationKey = "k1"
+            var otherKey = keyed
+            otherKey.hydrationKey = "k2"
+            var unkeyed = h.request()
+            unkeyed.hydration = { $0 }
+            let loads = [h.load(h.request()), h.load(h.request(pipeline: "q")), h.load(keyed), h.load(keyed),
+                         h.load(otherKey), h.load(unkeyed), h.load(unkeyed)]
+            for load in loads { #expect(await load.outcome().result?.data == h.image) }
+            // Only the two `keyed` loads share; every other load makes its own request.
+            #expect(h.server.requestLog.count == 6)
+        }
+    }
+
+    @Test("Scenario 30: a shared download runs at the highest priority of its fetches, recomputed as they change", arguments: CoordinatorDownloader.allCases)
+    func sharedPriority(kind: CoordinatorDownloader) async throws {
+        let recording = PriorityRecordingDownloader.Log()
+        let wrap = { (base: any ImageDownloader) -> any ImageDownloader in PriorityRecordingDownloader(base: base, log: recording) }
+        try await CoordinatorHarness.run(kind, wrap: wrap) { (h: CoordinatorHarness) async throws in
+            h.server.setShaping(OriginShaping(bytesPerSecond: 150_000), for: "/a.jpg")
+            let low = h.load(h.request(), priority: .low)
+            #expect(try await eventually { recording.started.withLock { $0 } == [.low] })
+            let high = h.load(h.request(), priority: .high)
+            #expect(try await eventually { recording.changes.withLock { $0 }.last == .high })
+            high.attachment?.priority = .veryHigh
+            #expect(try await eventually { recording.changes.withLock { $0 }.last == .veryHigh })
+            high.attachment?.cancel()
+            #expect(try await eventually { recording.changes.withLock { $0 }.last == .low })
+            #expect(await low.outcome().result?.data == h.image)
+            #expect(h.server.requestLog.count == 1)
+        }
+    }
+
+    @Test("Scenario 31: with one download at a time, B starts after A; waiting downloads start highest priority first", arguments: CoordinatorDownloader.allCases)
+    func concurrencyLimit(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            h.coordinator.maxConcurrentDownloads = 1
+            for path in ["/b.jpg", "/c.jpg", "/d.jpg"] { h.server.setAsset(h.image, at: path, contentType: "image/jpeg") }
+            h.server.setShaping(OriginShaping(bytesPerSecond: 300_000), for: "/a.jpg")
+            let a = h.load(h.request("/a.jpg"))
+            #expect(try await eventually { h.server.requestLog.count == 1 })
+            let low = h.load(h.request("/b.jpg"), priority: .low)
+            let normal = h.load(h.request("/c.jpg"), priority: .normal)
+            let high = h.load(h.request("/d.jpg"), priority: .low)
+            high.attachment?.priority = .veryHigh   // raised while waiting: moves ahead
+            for load in [a, low, normal, high] { #expect(await load.outcome().result != nil) }
+            let log = h.server.requestLog
+            #expect(log.map(\.path) == ["/a.jpg", "/d.jpg", "/c.jpg", "/b.jpg"])
+            // Never two at once: each request arrived after the previous one completed.
+            for (previous, next) in zip(log, log.dropFirst()) {
+                #expect(previous.completedAt.map { $0 <= next.receivedAt } == true)
+            }
+        }
+    }
+
+    @Test("A download waiting for a slot is dropped when its only fetch leaves; with no slots nothing starts", arguments: CoordinatorDownloader.allCases)
+    func cancelWhileWaiting(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            h.coordinator.maxConcurrentDownloads = 0
+            let waiting = h.load(h.request())
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(h.server.requestLog.isEmpty && h.coordinator.activeDownloadCount == 1)
+            waiting.attachment?.cancel()
+            #expect(await waiting.outcome().isCancelled)
+            #expect(h.coordinator.activeDownloadCount == 0)
+            h.coordinator.maxConcurrentDownloads = -1
+            #expect(await h.load(h.request()).outcome().result?.data == h.image)
+            #expect(h.server.requestLog.count == 1)
+        }
+    }
+
+    @Test("Scenario 21: cancelled halfway over a shaped link, resumed with Range and If-Range: only the rest crosses the wire", arguments: CoordinatorDownloader.allCases)
+    func resume(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            // Slow enough that the cancel lands mid-body even on a loaded machine.
+            h.server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: "/a.jpg")
+            let first = h.load(h.request(), cancelAfterBytes: h.image.count / 2)
+            let partial = try #require(await first.outcome().partial)
+            #expect(await first.outcome().isCancelled)
+            #expect(partial.data == h.image.prefix(partial.data.count) && partial.data.count >= h.image.count / 2)
+            #expect(partial.expectedByteCount == h.image.count)
+            #expect(partial.entityTag == h.server.etag(at: "/a.jpg") && partial.lastModified != nil)
+            #expect(try await eventually { h.server.requestLog.first?.clientWentAway == true },
+                    "\(h.server.requestLog.map { ($0.status, $0.bytesSent, $0.isComplete, $0.clientWentAway) })")
+
+            let second = h.load(h.request(partial: partial))
+            let result = try #require(await second.outcome().result)
+            #expect(result.data == h.image && result.wasResumed)
+            #expect(second.responses.first?.status == 206 && second.responses.first?.resumed == partial.data.count)
+            #expect((second.firstProgressTotal ?? 0) > partial.data.count)   // progress never restarts from 0
+            try await h.server.waitForCompletedRequests(count: 2)
+            let resumed = try #require(h.server.requestLog.last)
+            #expect(resumed.range == "bytes=\(partial.data.count)-")
+            #expect(resumed.ifRange == h.server.etag(at: "/a.jpg"))   // a strong ETag, which TIP never used
+            #expect(resumed.bytesSent == h.image.count - partial.data.count)
+        }
+    }
+
+    @Test("Resume with Last-Modified alone (TIP's validator) is honoured too", arguments: CoordinatorDownloader.allCases)
+    func resumeWithLastModified(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            let lastModified = "Mon, 01 Jan 2024 00:00:00 GMT"
+            let partial = PartialImageData(data: h.image.prefix(40_000), url: h.server.url(for: "/a.jpg"), dimensions: nil,
+                                           expectedByteCount: h.image.count, lastModified: lastModified)
+            let recorder = h.load(h.request(partial: partial))
+            #expect(await recorder.outcome().result?.data == h.image)
+            #expect(await recorder.outcome().result?.wasResumed == true)
+            try await h.server.waitForCompletedRequests(count: 1)
+            #expect(h.server.requestLog.last?.ifRange == lastModified && h.server.requestLog.last?.bytesSent == h.image.count - 40_000)
+        }
+    }
+
+    @Test("Scenario 23: a server that ignores Range sends 200: the partial is dropped and the whole image loads", arguments: CoordinatorDownloader.allCases)
+    func resumeIgnored(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            h.server.setFaults([.ignoreRange], for: "/a.jpg")
+            let partial = PartialImageData(data: h.image.prefix(30_000), url: h.server.url(for: "/a.jpg"), dimensions: nil,
+                                           expectedByteCount: h.image.count, entityTag: h.server.etag(at: "/a.jpg"))
+            let recorder = h.load(h.request(partial: partial))
+            let result = try #require(await recorder.outcome().result)
+            #expect(result.data == h.image && !result.wasResumed)
+            #expect(recorder.responses.first?.status == 200 && recorder.responses.first?.resumed == 0)
+            #expect((recorder.firstProgressTotal ?? .max) < 30_000)   // progress restarted
+        }
+    }
+
+    @Test("Scenario 24: a 416 to the ranged request is retried once without Range and succeeds", arguments: CoordinatorDownloader.allCases)
+    func rangeNotSatisfiable(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            // A partial longer than the file: the server cannot satisfy bytes=N-.
+            var stale = h.image
+            stale.append(Data(repeating: 0, count: 10))
+            let partial = PartialImageData(data: stale, url: h.server.url(for: "/a.jpg"), dimensions: nil,
+                                           expectedByteCount: stale.count + 10, entityTag: h.server.etag(at: "/a.jpg"))
+            let recorder = h.load(h.request(partial: partial))
+            let result = try #require(await recorder.outcome().result)
+            #expect(result.data == h.image && !result.wasResumed)
+            let log = h.server.requestLog
+            #expect(log.map(\.status) == [416, 200])
+            #expect(log.last?.range == nil && log.last?.ifRange == nil)
+            #expect(recorder.responses.map(\.status) == [200])   // the fetch never saw the 416
+        }
+    }
+
+    @Test("Scenario 25: without validators a cancelled download keeps no partial", arguments: CoordinatorDownloader.allCases)
+    func noValidatorsNoPartial(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            h.server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: "/a.jpg")
+            h.server.setFaults([.noValidators], for: "/a.jpg")
+            let recorder = h.load(h.request(), cancelAfterBytes: h.image.count / 2)
+            #expect(await recorder.outcome().isCancelled)
+            #expect(await recorder.outcome().partial == nil)
+            h.server.setFaults([.noAcceptRanges], for: "/a.jpg")
+            let again = h.load(h.request(), cancelAfterBytes: h.image.count / 2)
+            #expect(await again.outcome().partial == nil)
+        }
+    }
+
+    @Test("A download cut off by the server keeps a partial that the next load resumes", arguments: CoordinatorDownloader.allCases)
+    func cutOffThenResume(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            h.server.setFaults([.closeAfterBytes(50_000)], for: "/a.jpg", count: 1)
+            let first = h.load(h.request())
+            let outcome = await first.outcome()
+            guard case .failure(.download, let partial?) = outcome else {
+                Issue.record("expected a transport failure with a partial, got \(outcome) after \(first.totals.last ?? 0) bytes, responses \(first.responses.map(\.status))")
+                return
+            }
+            #expect(partial.data == h.image.prefix(50_000))
+            let second = h.load(h.request(partial: partial))
+            #expect(await second.outcome().result?.data == h.image)
+            #expect(h.server.requestLog.last?.range == "bytes=50000-")
+        }
+    }
+
+    @Test("Scenarios 32 and 33: hydration adds headers; changing the URL or throwing fails; authorization sets Authorization", arguments: CoordinatorDownloader.allCases)
+    func hydrationAndAuthorization(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            var hydrated = h.request()
+            hydrated.hydration = { request in
+                var request = request
+                request.headers.add(name: "X-Foo", value: "1")
+                return request
+            }
+            hydrated.authorization = { _ in "Bearer t" }
+            #expect(await h.load(hydrated).outcome().result?.data == h.image)
+            #expect(h.server.requestLog.last?.header("X-Foo") == "1")
+            #expect(h.server.requestLog.last?.authorization == "Bearer t")
+
+            var moved = h.request()
+            let elsewhere = h.server.url(for: "/elsewhere.jpg")
+            moved.hydration = { request in
+                var request = request
+                request.url = elsewhere
+                return request
+            }
+            let movedOutcome = await h.load(moved).outcome()
+            guard case .failure(.illegalHydrationModification, _) = movedOutcome else {
+                Issue.record("expected illegalHydrationModification, got \(movedOutcome)")
+                return
+            }
+            struct Refused: Error {}
+            var refusing = h.request()
+            refusing.hydration = { _ in throw Refused() }
+            guard case .failure(.hydration(let error), _) = await h.load(refusing).outcome(), error is Refused else {
+                Issue.record("expected the hydration's own error")
+                return
+            }
+            var unauthorized = h.request()
+            unauthorized.authorization = { _ in throw Refused() }
+            guard case .failure(.authorization, _) = await h.load(unauthorized).outcome() else {
+                Issue.record("expected an authorization failure")
+                return
+            }
+            #expect(h.server.requestLog.count == 1)   // none of the failed ones reached the server
+        }
+    }
+
+    @Test("Scenario 34: a 404 fails with its status and no bytes", arguments: CoordinatorDownloader.allCases)
+    func notFound(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            let recorder = h.load(h.request("/missing.jpg"))
+            guard case .failure(.httpStatus(404), nil) = await recorder.outcome() else {
+                Issue.record("expected httpStatus(404)")
+                return
+            }
+            #expect(recorder.totals.isEmpty)
+        }
+    }
+
+    @Test("Scenario 36: every byte then a transport error is a success, reported as a problem", arguments: CoordinatorDownloader.allCases)
+    func unnecessaryError(kind: CoordinatorDownloader) async throws {
+        let wrap = { (base: any ImageDownloader) -> any ImageDownloader in FailingAtEndDownloader(base: base) }
+        try await CoordinatorHarness.run(kind, wrap: wrap) { (h: CoordinatorHarness) async throws in
+            let result = try #require(await h.load(h.request()).outcome().result)
+            #expect(result.data == h.image && result.unnecessaryError == .idleTimedOut)
+            #expect(h.problems.all.contains {
+                if case .imageDownloadedWithUnnecessaryError(_, .idleTimedOut) = $0 { true } else { false }
+            })
+        }
+    }
+
+    @Test("The last fetch leaving cancels the download: the server sees the client go away", arguments: CoordinatorDownloader.allCases)
+    func lastLeaves(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            h.server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: "/a.jpg")
+            let a = h.load(h.request()), b = h.load(h.request())
+            #expect(try await eventually { (a.firstProgressTotal ?? 0) > 0 })
+            a.attachment?.cancel()
+            b.attachment?.cancel()
+            let (first, last) = (await a.outcome(), await b.outcome())
+            #expect(first.isCancelled && last.isCancelled)
+            #expect(first.partial == nil && last.partial != nil)   // the last one out takes the partial
+            #expect(try await eventually { h.server.requestLog.first?.clientWentAway == true })
+            #expect(h.coordinator.activeDownloadCount == 0)
+        }
+    }
+}
+
+// MARK: - Downloader decorators (the real downloader underneath; they only watch or add one event)
+
+/// Records the priorities a downloader is given.
+final class PriorityRecordingDownloader: ImageDownloader {
+    final class Log: Sendable {
+        let started = Mutex<[Operation.QueuePriority]>([])
+        let changes = Mutex<[Operation.QueuePriority]>([])
+    }
+
+    final class RecordingTask: ImageDownloadTask {
+        let base: any ImageDownloadTask
+        let log: Log
+        init(base: any ImageDownloadTask, log: Log) {
+            self.base = base
+            self.log = log
+        }
+        var request: DownloadRequest { base.request }
+        var priority: Operation.QueuePriority {
+            get { base.priority }
+            set {
+                log.changes.withLock { $0.append(newValue) }
+                base.priority = newValue
+            }
+        }
+        func cancel() { base.cancel() }
+    }
+
+    let base: any ImageDownloader
+    let log: Log
+    init(base: any ImageDownloader, log: Log) {
+        self.base = base
+        self.log = log
+    }
+
+    func startDownload(_ request: DownloadRequest, delegate: any ImageDownloadDelegate) -> any ImageDownloadTask {
+        log.started.withLock { $0.append(request.priority) }
+        return RecordingTask(base: base.startDownload(request, delegate: delegate), log: log)
+    }
+}
+
+/// Passes every real event through, then replaces a clean completion with `idleTimedOut`: a transport that
+/// fails after the last byte (a CDN closing badly), which a well-framed loopback response cannot produce.
+final class FailingAtEndDownloader: ImageDownloader {
+    final class Relay: ImageDownloadDelegate {
+        let base: any ImageDownloadDelegate
+        init(base: any ImageDownloadDelegate) { self.base = base }
+        func download(_ task: any ImageDownloadTask, didReceive response: DownloadResponse) {
+            base.download(task, didReceive: response)
+        }
+        func download(_ task: any ImageDownloadTask, didReceive chunk: Data) { base.download(task, didReceive: chunk) }
+        func download(_ task: any ImageDownloadTask, didCompleteWith error: DownloadError?) {
+            base.download(task, didCompleteWith: error ?? .idleTimedOut)
+        }
+    }
+
+    let base: any ImageDownloader
+    init(base: any ImageDownloader) { self.base = base }
+
+    func startDownload(_ request: DownloadRequest, delegate: any ImageDownloadDelegate) -> any ImageDownloadTask {
+        base.startDownload(request, delegate: Relay(base: delegate))
+    }
+}
