@@ -258,8 +258,9 @@ struct DownloadCoordinatorTests {
     @Test("Scenario 21: cancelled halfway over a shaped link, resumed with Range and If-Range: only the rest crosses the wire", arguments: CoordinatorDownloader.allCases)
     func resume(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
-            // Slow enough that the cancel lands mid-body even on a loaded machine.
-            h.server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: "/a.jpg")
+            // Slow enough (~2.8 s for the image) that the cancel lands mid-body even when the whole suite
+            // loads the machine and events reach the coordinator late.
+            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
             let first = h.load(h.request(), cancelAfterBytes: h.image.count / 2)
             let partial = try #require(await first.outcome().partial)
             #expect(await first.outcome().isCancelled)
@@ -331,7 +332,7 @@ struct DownloadCoordinatorTests {
     @Test("Scenario 25: without validators a cancelled download keeps no partial", arguments: CoordinatorDownloader.allCases)
     func noValidatorsNoPartial(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
-            h.server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: "/a.jpg")
+            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
             h.server.setFaults([.noValidators], for: "/a.jpg")
             let recorder = h.load(h.request(), cancelAfterBytes: h.image.count / 2)
             #expect(await recorder.outcome().isCancelled)
