@@ -294,7 +294,7 @@ struct FetchOperationTests {
     @Test("Scenario 38: releasing the delegate during the download cancels the fetch; discarding it lets the fetch finish", arguments: [CoordinatorDownloader.httpClient])
     func delegateLifetime(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            h.server.setShaping(OriginShaping(bytesPerSecond: 200_000), for: "/a.jpg")
+            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
             var delegate: RecordingFetchDelegate? = RecordingFetchDelegate()
             let operation = h.pipeline.operation(with: h.request(), delegate: delegate)
             h.pipeline.fetchImage(with: operation)
