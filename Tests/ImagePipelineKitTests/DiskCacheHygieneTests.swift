@@ -69,7 +69,8 @@ struct DiskCacheHygieneTests {
     @Test("Scenario 53: a complete entry's index row holds exactly TIP's metadata set, with a placeholder flag")
     func metadataSet() throws {
         let c = try cache()
-        let stored = Date(timeIntervalSinceReferenceDate: 800_000_000)
+        // Unexpired by the wall clock, so the open's background sweep leaves it alone.
+        let stored = Date(timeIntervalSinceReferenceDate: Date().timeIntervalSinceReferenceDate.rounded(.down) - 60)
         var entry = image(120, width: 20, ttl: 600, at: stored)
         entry.isPlaceholder = true
         entry.updatesExpiryOnAccess = false
