@@ -71,10 +71,12 @@ let package = Package(
             exclude: ["Images/LICENSES.md"],
             resources: [.copy("Images")]
         ),
+        // Helpers the test targets share (recorders, a problem log, bounded waiting).
+        .target(name: "TestSupport", dependencies: ["ImagePipelineKit"], path: "Tests/TestSupport"),
         .testTarget(
             name: "ImagePipelineKitTests",
             dependencies: [
-                "ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux",
+                "ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Fixtures")]
@@ -82,7 +84,7 @@ let package = Package(
         .testTarget(
             name: "ImagePipelineHTTPClientTests",
             dependencies: [
-                "ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer",
+                "ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

@@ -63,9 +63,7 @@ struct DecodeBench: ParsableCommand {
             try body()
             samples.append((threadCPUSeconds() - start) * 1000)
         }
-        samples.sort()
-        return samples.count % 2 == 1 ? samples[samples.count / 2]
-            : (samples[samples.count / 2 - 1] + samples[samples.count / 2]) / 2
+        return Timing.median(samples)
     }
 
     static func threadCPUSeconds() -> Double {

@@ -4,6 +4,7 @@ import ImagePipelineHTTPClient
 import ImagePipelineKit
 import Synchronization
 import Testing
+import TestSupport
 
 /// The downloaders the coordinator is tested over.
 enum CoordinatorDownloader: String, CaseIterable, CustomTestStringConvertible, Sendable {
@@ -15,7 +16,7 @@ enum CoordinatorDownloader: String, CaseIterable, CustomTestStringConvertible, S
 struct CoordinatorHarness {
     let server: ImageOriginServer
     let coordinator: DownloadCoordinator
-    let problems: CollectedProblems
+    let problems: ProblemLog
     let image: Data
 
     static let imageURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -34,7 +35,7 @@ struct CoordinatorHarness {
         case .httpClient: HTTPClientDownloader()
         }
         let configuration = GlobalConfiguration()
-        let problems = CollectedProblems()
+        let problems = ProblemLog()
         configuration.problemObserver = problems
         let harness = CoordinatorHarness(
             server: server, coordinator: DownloadCoordinator(downloader: wrap(downloader), configuration: configuration),
@@ -59,12 +60,6 @@ struct CoordinatorHarness {
         recorder.attachment = coordinator.load(request, priority: priority, client: recorder)
         return recorder
     }
-}
-
-final class CollectedProblems: ProblemObserver, Sendable {
-    let problems = Mutex<[ImagePipelineProblem]>([])
-    func problemWasEncountered(_ problem: ImagePipelineProblem) { problems.withLock { $0.append(problem) } }
-    var all: [ImagePipelineProblem] { problems.withLock { $0 } }
 }
 
 /// Records one fetch's events; can cancel itself once it has a number of bytes.
@@ -132,13 +127,6 @@ extension NetworkLoadOutcome {
     var error: NetworkLoadError? { if case .failure(let error, _) = self { error } else { nil } }
     var partial: PartialImageData? { if case .failure(_, let partial) = self { partial } else { nil } }
     var isCancelled: Bool { if case .failure(.cancelled, _) = self { true } else { false } }
-}
-
-/// Waits (bounded) until `condition` holds.
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-    return condition()
 }
 
 @Suite("Download coordinator: sharing, priority, resume (tip-behaviour b7, scenarios 21-36)")

@@ -4,6 +4,7 @@ import ImagePipelineHTTPClient
 import ImagePipelineKit
 import Synchronization
 import Testing
+import TestSupport
 
 /// Everything one fetch told its delegate, in order.
 final class RecordingFetchDelegate: FetchDelegate, Sendable {
@@ -70,7 +71,7 @@ struct FetchHarness {
     let pipeline: ImagePipeline
     let image: Data
     let imageSize: PixelSize
-    let problems: CollectedProblems
+    let problems: ProblemLog
     let root: URL
 
     static func run(_ kind: CoordinatorDownloader, _ body: (FetchHarness) async throws -> Void) async throws {
@@ -87,7 +88,7 @@ struct FetchHarness {
         case .httpClient: HTTPClientDownloader()
         }
         configuration.imageDownloader = downloader
-        let problems = CollectedProblems()
+        let problems = ProblemLog()
         configuration.problemObserver = problems
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-fetch-\(UUID().uuidString)")
         let pipeline = try ImagePipeline(identifier: "fetch" + String(UUID().uuidString.prefix(8)), configuration: configuration,

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import ImagePipelineKit
 
 @Suite("Disk cache hygiene and metadata (scenarios 52, 53)")
@@ -17,12 +18,6 @@ struct DiskCacheHygieneTests {
     func image(_ bytes: Int, width: Int, url: String = "http://t/a", ttl: TimeInterval = 3600, at date: Date = Date()) -> CachedImageData {
         CachedImageData(data: Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ width) }), url: URL(string: url)!,
                         dimensions: PixelSize(width: width, height: width), timeToLive: ttl, lastAccess: date)
-    }
-
-    /// Waits (bounded) until `condition` holds: the sweep runs in the background after an open.
-    func eventually(_ condition: () -> Bool) async throws -> Bool {
-        for _ in 0..<300 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
-        return condition()
     }
 
     func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: root + "/p/" + name) }

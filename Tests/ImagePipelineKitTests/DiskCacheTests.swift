@@ -1,16 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import ImagePipelineKit
-
-/// Collects reported problems.
-final class ProblemLog: ProblemObserver, @unchecked Sendable {
-    // @unchecked: `problems` is only touched under `lock`.
-    private let lock = NSLock()
-    private var problems: [ImagePipelineProblem] = []
-    func problemWasEncountered(_ problem: ImagePipelineProblem) { lock.withLock { problems.append(problem) } }
-    var all: [ImagePipelineProblem] { lock.withLock { problems } }
-}
 
 /// A file system whose writes fail with ENOSPC while `full` is set: a disk that filled up.
 final class FillingFileSystem: CacheFileSystem, @unchecked Sendable {

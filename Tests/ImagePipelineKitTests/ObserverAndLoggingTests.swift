@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import TestSupport
 @testable import ImagePipelineKit
 
 /// Records what observers hear.

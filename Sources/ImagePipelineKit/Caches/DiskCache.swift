@@ -88,10 +88,8 @@ public final class DiskCache: @unchecked Sendable {
     public func entry(for identifier: String, now: Date = Date()) -> CacheEntry? {
         pool.withLock {
             let entry = CacheEntry(
-                complete: _locked_read(EntryKey(identifier: identifier, partial: false), now: now).flatMap { row, data in
-                    CachedImageData(data: data, url: row.url, dimensions: row.dimensions ?? PixelSize(width: 0, height: 0),
-                                    isPlaceholder: row.placeholder, isAnimated: row.animated, timeToLive: row.ttl,
-                                    updatesExpiryOnAccess: row.updatesExpiry, lastAccess: now)
+                complete: _locked_read(EntryKey(identifier: identifier, partial: false), now: now).map { row, data in
+                    row.cachedImage(data, lastAccess: now)
                 },
                 partial: _locked_read(EntryKey(identifier: identifier, partial: true), now: now).map { row, data in
                     PartialImageData(data: data, url: row.url, dimensions: row.dimensions, expectedByteCount: row.expectedLength,
@@ -106,9 +104,7 @@ public final class DiskCache: @unchecked Sendable {
     public func peek(identifier: String, now: Date = Date()) -> CachedImageData? {
         pool.withLock {
             _locked_read(EntryKey(identifier: identifier, partial: false), now: now, touch: false).map { row, data in
-                CachedImageData(data: data, url: row.url, dimensions: row.dimensions ?? PixelSize(width: 0, height: 0),
-                                isPlaceholder: row.placeholder, isAnimated: row.animated, timeToLive: row.ttl,
-                                updatesExpiryOnAccess: row.updatesExpiry, lastAccess: row.lastAccess)
+                row.cachedImage(data, lastAccess: row.lastAccess)
             }
         }
     }
@@ -150,7 +146,7 @@ public final class DiskCache: @unchecked Sendable {
         return pool.withLock {
             let key = EntryKey(identifier: identifier, partial: false)
             if !forced, let existing = try? _locked_row(key),
-               !MemoryCache.completeShouldReplace(existing.asCachedImage, with: image) {
+               !MemoryCache.completeShouldReplace(existing.cachedImage(Data(), lastAccess: existing.lastAccess), with: image) {
                 return false
             }
             let row = Row(url: image.url, dimensions: image.dimensions, bytes: image.data.count, lastAccess: image.lastAccess,
@@ -258,8 +254,9 @@ public final class DiskCache: @unchecked Sendable {
         var animated: Bool
         var inode: UInt64 = 0
 
-        var asCachedImage: CachedImageData {
-            CachedImageData(data: Data(), url: url, dimensions: dimensions ?? PixelSize(width: 0, height: 0),
+        /// The complete image this row describes, holding `data`.
+        func cachedImage(_ data: Data, lastAccess: Date) -> CachedImageData {
+            CachedImageData(data: data, url: url, dimensions: dimensions ?? PixelSize(width: 0, height: 0),
                             isPlaceholder: placeholder, isAnimated: animated, timeToLive: ttl,
                             updatesExpiryOnAccess: updatesExpiry, lastAccess: lastAccess)
         }

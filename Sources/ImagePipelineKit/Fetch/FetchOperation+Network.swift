@@ -25,7 +25,7 @@ extension FetchOperation {
         shared.withLock { $0.attachment = attachment }
         for observer in pipeline.currentObservers { observer.imagePipeline(pipeline, didStartDownloadingImageAt: request.url) }
         // A cancel that came in before the attachment existed did not reach it.
-        if shared.withLock({ $0.cancelled }) { attachment.cancel() }
+        if isCancelled { attachment.cancel() }
     }
 
     func _queue_networkDidReceive(resumedByteCount: Int, expectedByteCount: Int?) {
@@ -43,7 +43,7 @@ extension FetchOperation {
 
     func _queue_networkDidAppend(totalByteCount: Int, expectedByteCount: Int?) {
         guard !state.isFinished else { return }
-        if shared.withLock({ $0.delegateWasSet && $0.strongDelegate == nil && $0.weakDelegate == nil }) {
+        if isDelegateGone {
             // The delegate is gone (TIP: the operation is cancelled when its delegate deallocates): leave the
             // download; its cancelled outcome finishes the fetch.
             return cancel()
@@ -79,8 +79,13 @@ extension FetchOperation {
                                    sizeInBytes: result.data.count, dimensions: decoded.properties.dimensions,
                                    wasResumed: result.wasResumed)
         }
-        // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
-        if result.isOwner {
+        let image = FetchResult(image: decoded.container, source: source, url: request.url,
+                                originalDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
+                                identifier: identifier)
+        _queue_succeed(image) { [self] in
+            _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder)
+            // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
+            guard result.isOwner else { return }
             let cached = CachedImageData(
                 data: result.data, url: request.url, dimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
                 isAnimated: decoded.properties.isAnimated, timeToLive: request.resolvedTimeToLive,
@@ -95,10 +100,6 @@ extension FetchOperation {
                     image: decoded.container))
             }
         }
-        _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder)
-        _queue_succeed(FetchResult(image: decoded.container, source: source, url: request.url,
-                                   originalDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
-                                   identifier: identifier))
     }
 
     /// A download that stopped early leaves its bytes for the next fetch to resume (never for placeholders).

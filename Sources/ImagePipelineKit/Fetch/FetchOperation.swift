@@ -13,7 +13,8 @@ import Synchronization
 /// Thread-safe: public properties can be read and ``priority`` changed from any thread.
 public final class FetchOperation: Operation, @unchecked Sendable {
     // @unchecked: the fetch's working state (partial, network attachment, decoded images) is touched only on
-    // `queue` (methods named `_queue_…`); what public getters read is behind `shared`'s Mutex.
+    // `queue` (methods named `_queue_…`); what public getters read is behind `shared`'s Mutex; `lifecycle` is
+    // thread-safe.
 
     /// TIP's fetch states: positive while active, negative once finished.
     public enum State: Int, Sendable {
@@ -27,12 +28,6 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// What public getters read; written under the lock from the operation's queue.
     struct Shared {
         var state = State.idle
-        var executing = false
-        var finished = false
-        /// Our own record of `cancel()`: Foundation's `isCancelled` takes the operation's internal lock, which
-        /// swift-corelibs-foundation's OperationQueue can hold while it waits for an asynchronous operation
-        /// to finish — reading it from the operation's queue deadlocked (measured).
-        var cancelled = false
         var progress = 0.0
         var finalResult: FetchResult?
         var error: FetchError?
@@ -51,6 +46,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// Anything the caller wants to keep with the operation.
     public let context: (any Sendable)?
     let shared = Mutex(Shared())
+    let lifecycle = OperationLifecycle()
     let queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation")
     /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.
     var resumablePartial: PartialImageData?
@@ -103,30 +99,20 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     // MARK: - Operation
 
     public override var isAsynchronous: Bool { true }
-    public override var isExecuting: Bool { shared.withLock { $0.executing } }
-    public override var isFinished: Bool { shared.withLock { $0.finished } }
+    public override var isExecuting: Bool { lifecycle.isExecuting }
+    public override var isFinished: Bool { lifecycle.isFinished }
 
     public override func start() {
-        let begin = shared.withLock { state -> Bool in
-            guard !state.executing, !state.finished else { return false }
-            state.executing = true
-            state.startedAt = Date()
-            return true
-        }
-        guard begin else { return }
-        willChangeValue(forKey: "isExecuting")
-        didChangeValue(forKey: "isExecuting")
+        guard lifecycle.begin(self) else { return }
+        shared.withLock { $0.startedAt = Date() }
         queue.async { self._queue_start() }
     }
 
     /// Stops the fetch: the delegate then gets ``FetchErrorCode/cancelled``. Asynchronous; a fetch that
     /// already finished keeps its result.
     public override func cancel() {
-        let attachment = shared.withLock { state -> NetworkLoadAttachment? in
-            state.cancelled = true
-            return state.attachment
-        }
         super.cancel()
+        let attachment = shared.withLock { $0.attachment }
         // A downloading fetch leaves its shared download; the download's answer finishes it. Otherwise the
         // next step of the source walk sees `isCancelled`.
         attachment?.cancel()
@@ -163,10 +149,14 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     @discardableResult
     func _queue_abortIfNeeded() -> Bool {
         guard !state.isFinished else { return true }
-        let delegateGone = shared.withLock { $0.delegateWasSet && $0.strongDelegate == nil && $0.weakDelegate == nil }
-        guard shared.withLock({ $0.cancelled }) || delegateGone else { return false }
+        guard isCancelled || isDelegateGone else { return false }
         _queue_fail(FetchError(.cancelled))
         return true
+    }
+
+    /// A delegate was given, held weakly, and has been released (TIP cancels the fetch then).
+    var isDelegateGone: Bool {
+        shared.withLock { $0.delegateWasSet && $0.strongDelegate == nil && $0.weakDelegate == nil }
     }
 
     func _queue_setState(_ newState: State) {
@@ -184,14 +174,16 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     // MARK: - Finishing
 
-    func _queue_succeed(_ result: FetchResult) {
+    /// Succeeds with `result`. `percolate` (storing into the caches, b9) runs on this queue after the delegate
+    /// heard of the image and before the operation reports finished, so the disk write never delays the image.
+    func _queue_succeed(_ result: FetchResult, percolate: (@Sendable () -> Void)? = nil) {
         guard !state.isFinished else { return }
         shared.withLock {
             $0.finalResult = result
             $0.progress = 1
             $0.attachment = nil
         }
-        _queue_finish(state: .succeeded) { $0.fetchOperation(self, didLoadFinalImage: result) }
+        _queue_finish(state: .succeeded, then: percolate) { $0.fetchOperation(self, didLoadFinalImage: result) }
     }
 
     func _queue_fail(_ error: FetchError) {
@@ -205,28 +197,28 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         }
     }
 
-    /// Sets the final state, then tells the delegate, and only once that callback has run reports the
-    /// operation finished (TIP's ordering guarantee: the final callback happens before `isFinished`).
-    private func _queue_finish(state finalState: State, _ callback: @escaping @Sendable (any FetchDelegate) -> Void) {
+    /// Sets the final state, then tells the delegate, then runs `then` back on this queue, and only after that
+    /// reports the operation finished (TIP's ordering guarantee: the final callback happens before `isFinished`).
+    private func _queue_finish(state finalState: State, then: (@Sendable () -> Void)? = nil,
+                               _ callback: @escaping @Sendable (any FetchDelegate) -> Void) {
         _queue_setState(finalState)
         pipeline.configuration.delegateQueue.async { [self] in
-                if let delegate { callback(delegate) }
-            markFinished()
+            if let delegate { callback(delegate) }
+            guard let then else { return markFinished() }
+            queue.async { [self] in
+                then()
+                markFinished()
+            }
         }
     }
 
     /// KVO-visible end of the operation. Also used by the synchronous rendered path, which never starts it.
     func markFinished() {
-        willChangeValue(forKey: "isFinished")
-        willChangeValue(forKey: "isExecuting")
         shared.withLock {
-            $0.executing = false
-            $0.finished = true
             $0.finishedAt = Date()
             // Released now: the block API's delegate may hold the caller's completion and what it captured.
             $0.strongDelegate = nil
         }
-        didChangeValue(forKey: "isExecuting")
-        didChangeValue(forKey: "isFinished")
+        lifecycle.finish(self)
     }
 }

@@ -35,7 +35,6 @@ extension ImagePipeline {
         operation.shared.withLock { $0.enqueuedAt = Date() }
         guard operation.pipeline === self else {
             operation.queue.async { operation._queue_fail(FetchError(.invalidRequest)) }
-            operation.shared.withLock { $0.executing = true }
             return
         }
         if configuration.isOnDelegateQueue, completeFromRenderedCache(operation) { return }

@@ -71,7 +71,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
         let key = request.sharingKey
         if let key, let download = downloads[key], !download.isFinished {
             download._queue_join(attachment)
-            _queue_priorityChanged(of: download)
+            download._queue_updatePriority()
             return
         }
         nextSequence += 1
@@ -106,10 +106,6 @@ public final class DownloadCoordinator: @unchecked Sendable {
             pending.removeAll { $0 === download }
         }
         _queue_startPending()
-    }
-
-    func _queue_priorityChanged(of download: SharedDownload) {
-        download._queue_updatePriority()
     }
 
     func report(_ problem: ImagePipelineProblem) {
@@ -147,7 +143,7 @@ public final class NetworkLoadAttachment: @unchecked Sendable {
         set {
             currentPriority.withLock { $0 = newValue }
             coordinator.queue.async { [self] in
-                if let download, !isDetached { coordinator._queue_priorityChanged(of: download) }
+                if let download, !isDetached { download._queue_updatePriority() }
             }
         }
     }

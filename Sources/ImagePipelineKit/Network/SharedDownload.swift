@@ -87,6 +87,11 @@ final class SharedDownload: @unchecked Sendable {
         phase = .preparing
         let request = self.request
         let initial = DownloadRequest(url: request.url, headers: request.headers, priority: priority, limits: request.limits)
+        // Most requests have neither closure: no task, just the queue. Still asynchronous: `load` runs this on
+        // its caller's thread (`queue.sync`), and a downloader's start must not run there.
+        guard request.hydration != nil || request.authorization != nil else {
+            return coordinator.queue.async { self._queue_prepared(.success(initial)) }
+        }
         Task { [self] in
             let prepared = await Self.prepare(initial, hydration: request.hydration, authorization: request.authorization)
             coordinator.queue.async { self._queue_prepared(prepared) }
@@ -140,7 +145,7 @@ final class SharedDownload: @unchecked Sendable {
 
     private func _queue_send(_ download: DownloadRequest) {
         attempt += 1
-        let relay = DownloadEventRelay(download: self, attempt: attempt, request: download)
+        let relay = DownloadEventRelay(download: self, attempt: attempt, request: download, queue: coordinator.queue)
         task = coordinator.downloader.startDownload(download, delegate: relay)
     }
 
@@ -204,8 +209,8 @@ final class SharedDownload: @unchecked Sendable {
 
     func _queue_didComplete(_ error: DownloadError?, attempt: Int) {
         guard attempt == self.attempt, phase == .running else { return }
-        let outcome: NetworkLoadOutcome
-        var partial: PartialImageData?
+        // The owner (first fetch) gets the partial on failure and stores the bytes on success (TIP b7).
+        let outcome: (_ isOwner: Bool) -> NetworkLoadOutcome
         if let response, Self.isImageStatus(response.statusCode) {
             // Judged on the bytes, not the transport (TIP PR #45, #51): all of a known length is the image.
             let whole = expectedByteCount.map { $0 > 0 && bytes.count == $0 } ?? (error == nil)
@@ -213,28 +218,26 @@ final class SharedDownload: @unchecked Sendable {
                 if let error {
                     coordinator.report(.imageDownloadedWithUnnecessaryError(identifier: request.identifier, error: error))
                 }
-                outcome = .success(NetworkLoadResult(data: bytes, response: response, wasResumed: wasResumed, isOwner: false,
-                                                     unnecessaryError: error))
+                let result = NetworkLoadResult(data: bytes, response: response, wasResumed: wasResumed, isOwner: false,
+                                               unnecessaryError: error)
+                outcome = { isOwner in
+                    var result = result
+                    result.isOwner = isOwner
+                    return .success(result)
+                }
             } else {
-                partial = _queue_resumablePartial()
-                outcome = .failure(.download(error ?? .transport(description: "the body ended early")), partial: nil)
+                let partial = _queue_resumablePartial()
+                let failure = NetworkLoadError.download(error ?? .transport(description: "the body ended early"))
+                outcome = { isOwner in .failure(failure, partial: isOwner ? partial : nil) }
             }
-        } else if let response {
-            outcome = .failure(.httpStatus(response.statusCode), partial: nil)
         } else {
-            outcome = .failure(.download(error ?? .transport(description: "no response")), partial: nil)
+            let failure: NetworkLoadError = response.map { .httpStatus($0.statusCode) }
+                ?? .download(error ?? .transport(description: "no response"))
+            outcome = { _ in .failure(failure, partial: nil) }
         }
         let fetches = attachments
         _queue_finish(cancellingTask: false)
-        for (index, attachment) in fetches.enumerated() {
-            switch outcome {
-            case .success(var result):
-                result.isOwner = index == 0
-                _queue_deliver(.success(result), to: attachment)
-            case .failure(let error, _):
-                _queue_deliver(.failure(error, partial: index == 0 ? partial : nil), to: attachment)
-            }
-        }
+        for (index, attachment) in fetches.enumerated() { _queue_deliver(outcome(index == 0), to: attachment) }
     }
 
     // MARK: - Ending
@@ -294,11 +297,11 @@ final class DownloadEventRelay: ImageDownloadDelegate, @unchecked Sendable {
     private let request: DownloadRequest
     private let queue: DispatchQueue
 
-    init(download: SharedDownload, attempt: Int, request: DownloadRequest) {
+    init(download: SharedDownload, attempt: Int, request: DownloadRequest, queue: DispatchQueue) {
         self.download = download
         self.attempt = attempt
         self.request = request
-        queue = download.coordinatorQueue
+        self.queue = queue
     }
 
     func download(_ task: any ImageDownloadTask, didReceive response: DownloadResponse) {
@@ -312,8 +315,4 @@ final class DownloadEventRelay: ImageDownloadDelegate, @unchecked Sendable {
     func download(_ task: any ImageDownloadTask, didCompleteWith error: DownloadError?) {
         queue.async { [download, attempt] in download._queue_didComplete(error, attempt: attempt) }
     }
-}
-
-extension SharedDownload {
-    var coordinatorQueue: DispatchQueue { coordinator.queue }
 }

@@ -11,14 +11,12 @@ import Synchronization
 ///
 /// Store operations cannot be cancelled: `cancel()` does nothing (as in TIP, where it is an error).
 public final class StoreOperation: Operation, @unchecked Sendable {
-    // @unchecked: `state` is behind its Mutex; everything else is immutable after init.
+    // @unchecked: `state` is behind its Mutex, `lifecycle` is thread-safe; everything else is immutable after init.
 
     /// Called once with the operation, whether the image is now cached, and the error when it is not.
     public typealias Completion = @Sendable (StoreOperation, Bool, (any Error)?) -> Void
 
-    private enum Phase { case ready, executing, finished }
     private struct State {
-        var phase = Phase.ready
         var error: (any Error)?
         var succeeded = false
     }
@@ -27,6 +25,7 @@ public final class StoreOperation: Operation, @unchecked Sendable {
     private let pipeline: ImagePipeline
     private let completion: Completion?
     private let state = Mutex(State())
+    private let lifecycle = OperationLifecycle()
 
     init(request: StoreRequest, pipeline: ImagePipeline, completion: Completion?) {
         self.request = request
@@ -45,20 +44,13 @@ public final class StoreOperation: Operation, @unchecked Sendable {
     }
 
     public override var isAsynchronous: Bool { true }
-    public override var isExecuting: Bool { state.withLock { $0.phase == .executing } }
-    public override var isFinished: Bool { state.withLock { $0.phase == .finished } }
+    public override var isExecuting: Bool { lifecycle.isExecuting }
+    public override var isFinished: Bool { lifecycle.isFinished }
 
     public override func cancel() {}
 
     public override func start() {
-        let started = state.withLock { state -> Bool in
-            guard state.phase == .ready else { return false }
-            state.phase = .executing
-            return true
-        }
-        guard started else { return }
-        willChangeValue(forKey: "isExecuting")
-        didChangeValue(forKey: "isExecuting")
+        guard lifecycle.begin(self) else { return }
         Task {
             let result: Result<Bool, any Error>
             do {
@@ -79,21 +71,11 @@ public final class StoreOperation: Operation, @unchecked Sendable {
             $0.succeeded = succeeded
             $0.error = error
         }
+        guard let completion else { return lifecycle.finish(self) }
         // The completion is delivered before the operation reports finished, so dependents see its effects.
-        let group = DispatchGroup()
-        if let completion {
-            group.enter()
-            pipeline.configuration.delegateQueue.async {
-                completion(self, succeeded, error)
-                group.leave()
-            }
-        }
-        group.notify(queue: .global()) { [self] in
-            willChangeValue(forKey: "isFinished")
-            willChangeValue(forKey: "isExecuting")
-            state.withLock { $0.phase = .finished }
-            didChangeValue(forKey: "isExecuting")
-            didChangeValue(forKey: "isFinished")
+        pipeline.configuration.delegateQueue.async { [self] in
+            completion(self, succeeded, error)
+            lifecycle.finish(self)
         }
     }
 
