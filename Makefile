@@ -11,11 +11,11 @@ deps:
 build: deps
 	$(SWIFT) build
 
-# Builds everything (the bad-input sweep runs the sample-cli binary) and runs every test serially:
-# Swift Testing prints its own closing line (XCTest is off: this package has no XCTest cases).
+# Builds everything in release with testing enabled (the bad-input sweep runs the sample-cli binary built
+# beside the tests) and runs every test; scripts/run-tests.sh says why release, and why two phases.
 test: deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --disable-xctest
+	$(SWIFT) build -c release --build-tests -Xswiftc -enable-testing --scratch-path .build-test
+	bash scripts/run-tests.sh
 
 # Until the scroll simulation lands: decode every bundled sample image and write PNGs you can open.
 demo: deps

@@ -71,7 +71,7 @@ let package = Package(
             exclude: ["Images/LICENSES.md"],
             resources: [.copy("Images")]
         ),
-        // Helpers the test targets share (recorders, a problem log, bounded waiting).
+        // Helpers the test targets share (recorders, a problem log, bounded waiting, offloading blocking work).
         .target(name: "TestSupport", dependencies: ["ImagePipelineKit"], path: "Tests/TestSupport"),
         .testTarget(
             name: "ImagePipelineKitTests",
@@ -90,7 +90,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageOriginServerTests",
-            dependencies: ["ImageOriginServer"]
+            dependencies: ["ImageOriginServer", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import ImageOriginServer
 import Testing
+import TestSupport
 
 @Suite("Origin server: scripted faults")
 struct OriginFaultTests {

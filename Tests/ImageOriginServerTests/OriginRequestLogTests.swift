@@ -5,6 +5,7 @@ import FoundationNetworking
 import ImageOriginServer
 import Synchronization
 import Testing
+import TestSupport
 
 @Suite("Origin server: the request log")
 struct OriginRequestLogTests {

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import ImageOriginServer
 import Testing
+import TestSupport
 
 @Suite("Origin server: serving assets and files")
 struct OriginServingTests {

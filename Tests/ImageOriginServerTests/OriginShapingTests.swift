@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import ImageOriginServer
 import Testing
+import TestSupport
 
 @Suite("Origin server: bandwidth, latency and back-pressure")
 struct OriginShapingTests {

@@ -3,19 +3,9 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
+import TestSupport
 
-/// The `sample-cli` binary built next to this test bundle, when the build made it (`swift build --build-tests`
-/// builds every product).
-private let sampleCLIPath: String? = {
-    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    var directory = executable.deletingLastPathComponent()
-    for _ in 0..<3 {
-        let candidate = directory.appendingPathComponent("sample-cli").path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        directory = directory.deletingLastPathComponent()
-    }
-    return nil
-}()
+private let sampleCLIPath = SampleCLIBinary.path
 
 @Suite("sample-cli serve")
 struct ServeCommandTests {

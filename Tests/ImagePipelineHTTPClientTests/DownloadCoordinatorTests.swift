@@ -148,11 +148,12 @@ struct DownloadCoordinatorTests {
     @Test("Scenario 28: two fetches 100 ms apart share one request; the late one gets the bytes so far; cancelling the first leaves the second", arguments: CoordinatorDownloader.allCases)
     func coalescing(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
-            h.server.setShaping(OriginShaping(bytesPerSecond: 200_000), for: "/a.jpg")   // ~0.56 s
+            // ~2.2 s: wide margins for a 2-core machine running other suites at the same time.
+            h.server.setShaping(OriginShaping(bytesPerSecond: 50_000), for: "/a.jpg")
             let first = h.load(h.request())
             try await Task.sleep(for: .milliseconds(100))
             let second = h.load(h.request())
-            #expect(first.attachment?.downloadIdentifier != nil)
+            #expect(first.attachment?.downloadIdentifier != nil, "the first load ended early: \(first.state.withLock { $0.outcome.map { "\($0)" } ?? "-" })")
             #expect(first.attachment?.downloadIdentifier == second.attachment?.downloadIdentifier)
             #expect(try await eventually { (second.firstProgressTotal ?? 0) > 0 })
             // The late joiner's first chunk is the catch-up: everything the download had when it joined.
@@ -191,7 +192,7 @@ struct DownloadCoordinatorTests {
         let recording = PriorityRecordingDownloader.Log()
         let wrap = { (base: any ImageDownloader) -> any ImageDownloader in PriorityRecordingDownloader(base: base, log: recording) }
         try await CoordinatorHarness.run(kind, wrap: wrap) { (h: CoordinatorHarness) async throws in
-            h.server.setShaping(OriginShaping(bytesPerSecond: 150_000), for: "/a.jpg")
+            h.server.setShaping(OriginShaping(bytesPerSecond: 50_000), for: "/a.jpg")
             let low = h.load(h.request(), priority: .low)
             #expect(try await eventually { recording.started.withLock { $0 } == [.low] })
             let high = h.load(h.request(), priority: .high)
@@ -210,7 +211,7 @@ struct DownloadCoordinatorTests {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
             h.coordinator.maxConcurrentDownloads = 1
             for path in ["/b.jpg", "/c.jpg", "/d.jpg"] { h.server.setAsset(h.image, at: path, contentType: "image/jpeg") }
-            h.server.setShaping(OriginShaping(bytesPerSecond: 300_000), for: "/a.jpg")
+            h.server.setShaping(OriginShaping(bytesPerSecond: 50_000), for: "/a.jpg")
             let a = h.load(h.request("/a.jpg"))
             #expect(try await eventually { h.server.requestLog.count == 1 })
             let low = h.load(h.request("/b.jpg"), priority: .low)
@@ -418,13 +419,13 @@ struct DownloadCoordinatorTests {
     @Test("The last fetch leaving cancels the download: the server sees the client go away", arguments: CoordinatorDownloader.allCases)
     func lastLeaves(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
-            h.server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: "/a.jpg")
+            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
             let a = h.load(h.request()), b = h.load(h.request())
             #expect(try await eventually { (a.firstProgressTotal ?? 0) > 0 })
             a.attachment?.cancel()
             b.attachment?.cancel()
             let (first, last) = (await a.outcome(), await b.outcome())
-            #expect(first.isCancelled && last.isCancelled)
+            #expect(first.isCancelled && last.isCancelled, "\(first) / \(last)")
             #expect(first.partial == nil && last.partial != nil)   // the last one out takes the partial
             #expect(try await eventually { h.server.requestLog.first?.clientWentAway == true })
             #expect(h.coordinator.activeDownloadCount == 0)

@@ -35,14 +35,14 @@ struct BadInputSweepTests {
     static let memoryCeiling = 256 << 20
 
     @Test("Every bad file ends in a typed error or an allowed partial image: no signal, no exit(), no hang, < 256 MB")
-    func sweep() throws {
+    func sweep() async throws {
         let cli = try #require(ChildProcess.sampleCLI, "sample-cli not built: run `swift build` (make test does)")
         let expectations = try BadFileExpectation.all()
         let files = Set(Corpus.files(under: "bad"))
         #expect(expectations.count == files.count, "manifest rows and files under bad/ differ")
         var slowest = (file: "", ms: 0.0)
         for expectation in expectations where files.contains(expectation.path) {
-            let outcome = try ChildProcess.run(
+            let outcome = try await ChildProcess.run(
                 cli, ["decode", "--json", Corpus.url(expectation.path).path], timeout: Self.hangGuardSeconds)
             let name = expectation.path
             #expect(!outcome.timedOut, "\(name): still running after \(Self.hangGuardSeconds) s")

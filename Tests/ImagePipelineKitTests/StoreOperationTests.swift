@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import ImagePipelineKit
 
 @Suite("Store operations (scenarios 44-46)")
@@ -91,7 +92,7 @@ struct StoreOperationTests {
     }
 
     @Test("Scenario 46: an operation made dependent on a store starts only after the store finished")
-    func dependency() throws {
+    func dependency() async throws {
         let p = try pipeline()
         let slow = StoreRequest(url: url, identifier: "I", source: .data(try Self.jpeg()), hydration: { request, _ in
             try await Task.sleep(for: .milliseconds(200))
@@ -102,7 +103,7 @@ struct StoreOperationTests {
         let follower = BlockOperation { sawEntry.withLock { $0 = p.diskCache?.entry(for: "I") != nil } }
         store.makeDependency(of: follower)
         configuration.operationQueue.addOperation(follower)
-        follower.waitUntilFinished()
+        try await offloaded { follower.waitUntilFinished() }
         #expect(store.isFinished && store.succeeded)
         #expect(sawEntry.withLock { $0 } == true)
         store.cancel()   // a no-op for store operations

@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 /// A blocking TCP client that speaks just enough HTTP/1.1 to see what a loopback origin really sent: the
@@ -215,14 +216,5 @@ final class RawHTTPConnection: @unchecked Sendable {
             if Array(haystack[start..<(start + needle.count)]) == needle { return start }
         }
         return nil
-    }
-}
-
-/// Runs blocking work (sockets, URLSession's synchronous parts) on a Dispatch thread and awaits it.
-func offloaded<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(with: Result { try work() })
-        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,12 +14,18 @@ struct ChildProcess {
         /// Signal that ended it (a crash, or our SIGKILL after the deadline).
         var signal: Int32?
         var timedOut: Bool
-        /// Peak resident set in bytes (`ru_maxrss`).
+        /// Peak resident set in bytes: the child's `VmHWM`, read while it runs. (`wait4`'s `ru_maxrss` would
+        /// be wrong here: exec folds the spawning process's own peak into it, so it reports the test runner.)
         var peakResidentBytes: Int
     }
 
-    /// Starts `executable` with `arguments`, waits at most `timeout` seconds (then SIGKILLs it).
-    static func run(_ executable: String, _ arguments: [String], timeout: Double) throws -> Outcome {
+    /// Starts `executable` with `arguments`, waits at most `timeout` seconds (then SIGKILLs it). The wait
+    /// polls on a Dispatch thread, never on a cooperative one (see `offloaded`).
+    static func run(_ executable: String, _ arguments: [String], timeout: Double) async throws -> Outcome {
+        try await offloaded { try runBlocking(executable, arguments, timeout: timeout) }
+    }
+
+    private static func runBlocking(_ executable: String, _ arguments: [String], timeout: Double) throws -> Outcome {
         let outputPath = FileManager.default.temporaryDirectory
             .appendingPathComponent("ipk-child-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).out").path
         defer { unlink(outputPath) }
@@ -37,10 +44,12 @@ struct ChildProcess {
 
         let deadline = Date().addingTimeInterval(timeout)
         var waitStatus: Int32 = 0
-        var usage = rusage()
         var timedOut = false
+        var peakResidentBytes = 0
         while true {
-            let result = wait4(pid, &waitStatus, WNOHANG, &usage)
+            // Monotonic while the process lives; gone once it exits, so the last reading stands.
+            if let reading = Self.peakResidentBytes(of: pid) { peakResidentBytes = reading }
+            let result = waitpid(pid, &waitStatus, WNOHANG)
             if result == pid { break }
             if Date() > deadline, !timedOut {
                 timedOut = true
@@ -56,17 +65,18 @@ struct ChildProcess {
             exitCode: terminatingSignal == 0 ? (waitStatus >> 8) & 0xFF : nil,
             signal: terminatingSignal == 0 ? nil : terminatingSignal,
             timedOut: timedOut,
-            peakResidentBytes: usage.ru_maxrss * 1024)
+            peakResidentBytes: peakResidentBytes)
+    }
+
+    /// `VmHWM` of a running process, from `/proc/PID/status`.
+    private static func peakResidentBytes(of pid: pid_t) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
+        return kilobytes * 1024
     }
 
     /// The `sample-cli` built next to the test bundle (`make test` builds every product first).
-    static var sampleCLI: String? {
-        var directory = Bundle.module.bundleURL.deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = directory.appendingPathComponent("sample-cli").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        return nil
-    }
+    static var sampleCLI: String? { SampleCLIBinary.path }
 }

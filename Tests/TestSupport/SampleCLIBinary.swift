@@ -1,0 +1,57 @@
+import Foundation
+import Synchronization
+
+/// The `sample-cli` built next to the test bundle (`make test` builds every product first), and a way to run it.
+public enum SampleCLIBinary {
+    /// Its path, or `nil` when the build did not make it.
+    public static let path: String? = {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        var directory = executable.deletingLastPathComponent()
+        for _ in 0..<3 {
+            let candidate = directory.appendingPathComponent("sample-cli").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return nil
+    }()
+
+    /// How one run ended.
+    public struct Run: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+
+        /// Each stdout line parsed as a JSON object (lines that are not one are skipped).
+        public var jsonLines: [[String: any Sendable]] {
+            stdout.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: any Sendable]
+            }
+        }
+    }
+
+    /// Runs `sample-cli` with `arguments` to its end (on a thread of its own, see ``offloaded(_:)``).
+    public static func run(_ arguments: [String]) async throws -> Run {
+        guard let path else { throw CocoaError(.fileNoSuchFile) }
+        return try await offloaded {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            // Read both to their end before waiting: a full pipe would otherwise block the child forever.
+            let stderrData = Mutex(Data())
+            let reading = DispatchGroup()
+            DispatchQueue(label: "TestSupport.stderr").async(group: reading) {
+                let data = errors.fileHandleForReading.readDataToEndOfFile()
+                stderrData.withLock { $0 = data }
+            }
+            let stdout = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            reading.wait()
+            return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                       stderr: String(decoding: stderrData.withLock { $0 }, as: UTF8.self))
+        }
+    }
+}
