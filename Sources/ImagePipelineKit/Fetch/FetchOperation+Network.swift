@@ -14,6 +14,7 @@ extension FetchOperation {
         let source: ImageLoadSource = partial != nil ? .networkResumed : .network
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: source) }
         if let partial {
+            shared.withLock { $0.receivedByteCount = partial.data.count }
             _queue_setProgress(min(Double(partial.data.count) / Double(max(partial.expectedByteCount, 1)), 0.999))
         }
         let load = NetworkLoadRequest(
@@ -37,6 +38,7 @@ extension FetchOperation {
                 shared.withLock { $0.attachment }?.cancel()
                 return _queue_fail(FetchError(.couldNotLoadImage))
             }
+            shared.withLock { $0.receivedByteCount = 0 }
             _queue_setProgress(0)
         }
     }
@@ -48,6 +50,7 @@ extension FetchOperation {
             // download; its cancelled outcome finishes the fetch.
             return cancel()
         }
+        shared.withLock { $0.receivedByteCount = totalByteCount }
         guard let expected = expectedByteCount, expected > 0 else { return }
         _queue_setProgress(min(Double(totalByteCount) / Double(expected), 0.999))
     }
@@ -82,17 +85,19 @@ extension FetchOperation {
         let image = FetchResult(image: decoded.container, source: source, url: request.url,
                                 originalDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
                                 identifier: identifier)
+        // The in-memory caches take the image before the delegate hears of it, so a fetch started from the final
+        // callback finds it there; the disk write waits until after (b9).
+        _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder)
+        // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
+        guard result.isOwner else { return _queue_succeed(image) }
+        let cached = CachedImageData(
+            data: result.data, url: request.url, dimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
+            isAnimated: decoded.properties.isAnimated, timeToLive: request.resolvedTimeToLive,
+            updatesExpiryOnAccess: !request.options.contains(.doNotResetExpiryOnAccess))
+        let inMemory = pipeline.memoryCache.storeComplete(cached, identifier: identifier)
+        pipeline.memoryCache.removePartial(identifier: identifier)
         _queue_succeed(image) { [self] in
-            _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder)
-            // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
-            guard result.isOwner else { return }
-            let cached = CachedImageData(
-                data: result.data, url: request.url, dimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
-                isAnimated: decoded.properties.isAnimated, timeToLive: request.resolvedTimeToLive,
-                updatesExpiryOnAccess: !request.options.contains(.doNotResetExpiryOnAccess))
-            let inMemory = pipeline.memoryCache.storeComplete(cached, identifier: identifier)
             let onDisk = pipeline.diskCache?.storeComplete(cached, identifier: identifier) ?? false
-            pipeline.memoryCache.removePartial(identifier: identifier)
             if inMemory || onDisk {
                 pipeline.announceStore(StoredImageInfo(
                     pipelineIdentifier: pipeline.identifier, identifier: identifier, url: request.url,

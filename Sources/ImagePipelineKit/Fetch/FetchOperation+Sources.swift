@@ -101,10 +101,9 @@ extension FetchOperation {
                 guard let found else { return _queue_loadFromNetwork() }
                 // Additional caches are read-only sources: the image goes to the rendered cache only (b9).
                 let scaled = (try? found.scaled(for: request.targetSizing)) ?? found
+                _queue_storeRendered(scaled, sourceDimensions: found.dimensions, isPlaceholder: false)
                 _queue_succeed(FetchResult(image: scaled, source: .additionalCache, url: url,
-                                           originalDimensions: found.dimensions, isPlaceholder: false, identifier: identifier)) {
-                    self._queue_storeRendered(scaled, sourceDimensions: found.dimensions, isPlaceholder: false)
-                }
+                                           originalDimensions: found.dimensions, isPlaceholder: false, identifier: identifier))
             }
         }
     }
@@ -124,12 +123,13 @@ extension FetchOperation {
             if source == .diskCache { pipeline.diskCache?.remove(identifier: identifier) }
             return false
         }
+        // Percolation into the in-memory caches (b9) comes before the final callback: a fetch the delegate starts
+        // from there finds the image.
+        if storeInMemory { pipeline.memoryCache.storeComplete(cached, identifier: identifier) }
+        _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder)
         _queue_succeed(FetchResult(image: decoded.container, source: source, url: cached.url,
                                    originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
-                                   identifier: identifier)) { [self] in
-            if storeInMemory { pipeline.memoryCache.storeComplete(cached, identifier: identifier) }
-            _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder)
-        }
+                                   identifier: identifier))
         return true
     }
 

@@ -29,6 +29,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     struct Shared {
         var state = State.idle
         var progress = 0.0
+        var receivedByteCount = 0
         var finalResult: FetchResult?
         var error: FetchError?
         weak var weakDelegate: (any FetchDelegate)?
@@ -39,6 +40,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         var enqueuedAt: Date?
         var startedAt: Date?
         var finishedAt: Date?
+        /// Set once `isFinished` turned true; `finishHandlers` run then.
+        var reportedFinished = false
+        var finishHandlers: [@Sendable () -> Void] = []
     }
 
     public let request: any FetchRequest
@@ -70,6 +74,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     public var delegate: (any FetchDelegate)? { shared.withLock { $0.strongDelegate ?? $0.weakDelegate } }
     /// Download progress so far, 0 ... 1 (1 once succeeded).
     public var progress: Double { shared.withLock { $0.progress } }
+    /// Bytes of the image this fetch holds from the network so far: a resumed partial counts from where it
+    /// left off. 0 for an image that came from a cache.
+    public var receivedByteCount: Int { shared.withLock { $0.receivedByteCount } }
     public var finalResult: FetchResult? { shared.withLock { $0.finalResult } }
     public var error: FetchError? { shared.withLock { $0.error } }
     /// Seconds between being handed to the pipeline and starting, once started.
@@ -174,8 +181,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     // MARK: - Finishing
 
-    /// Succeeds with `result`. `percolate` (storing into the caches, b9) runs on this queue after the delegate
-    /// heard of the image and before the operation reports finished, so the disk write never delays the image.
+    /// Succeeds with `result`. `percolate` (the disk write of b9; the in-memory caches are written before this
+    /// is called) runs on this queue after the delegate heard of the image and before the operation reports
+    /// finished, so the disk write never delays the image.
     func _queue_succeed(_ result: FetchResult, percolate: (@Sendable () -> Void)? = nil) {
         guard !state.isFinished else { return }
         shared.withLock {
@@ -220,5 +228,21 @@ public final class FetchOperation: Operation, @unchecked Sendable {
             $0.strongDelegate = nil
         }
         lifecycle.finish(self)
+        let handlers = shared.withLock { state in
+            state.reportedFinished = true
+            defer { state.finishHandlers = [] }
+            return state.finishHandlers
+        }
+        handlers.forEach { $0() }
+    }
+
+    /// Runs `body` once the operation reported finished (its caches written), at once when it already has.
+    func whenFinished(_ body: @escaping @Sendable () -> Void) {
+        let runNow = shared.withLock { state -> Bool in
+            if state.reportedFinished { return true }
+            state.finishHandlers.append(body)
+            return false
+        }
+        if runNow { body() }
     }
 }
