@@ -7,9 +7,11 @@ struct SampleCLI: AsyncParsableCommand {
         commandName: "sample-cli",
         abstract: "ImagePipelineKit's sample program.",
         discussion: """
-            Subcommands so far: decode, bench, serve (the loopback origin the tests use). The scroll \
-            simulation, fetch and inspect arrive with the pipeline.
+            Subcommands so far: fetch (through a pipeline with a disk cache), inspect (what the caches \
+            hold), decode, bench, serve (the loopback origin the tests use). The scroll simulation arrives \
+            with the view helper.
             """,
-        subcommands: [DecodeCommand.self, BenchCommand.self, CacheTortureCommand.self, ServeCommand.self]
+        subcommands: [FetchCommand.self, InspectCommand.self, DecodeCommand.self, BenchCommand.self,
+                      CacheTortureCommand.self, ServeCommand.self]
     )
 }

@@ -1,0 +1,231 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import ImagePipelineHTTPClient
+import ImagePipelineKit
+
+/// `sample-cli fetch`: fetches URLs through one pipeline on disk and says where each image came from.
+struct FetchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fetch",
+        abstract: "Fetch images through a pipeline with a disk cache and report where each one came from.",
+        discussion: """
+            All URLs are fetched at once through one pipeline, so identical URLs share one download. The \
+            pipeline's caches live under --cache-dir (default: $XDG_CACHE_HOME/ImagePipelineKit, else \
+            ~/.cache/ImagePipelineKit), so a second run finds the images on disk. With \
+            --cancel-after-bytes N each download is cancelled once N bytes arrived: the partial image is kept \
+            (when the server sent Accept-Ranges and a validator) and the next run resumes it (source \
+            networkResumed). With --json, prints one object per URL: {url, identifier, source \
+            (memory|disk|additional|network|networkResumed|null), state, width, height, originalWidth, \
+            originalHeight, bytes (received from the network by this fetch, a resumed part included), \
+            resumed, durationMs, error, errorCode}. Exits 0 when every fetch succeeded, 1 otherwise.
+            """
+    )
+
+    @Argument(help: "The image URLs to fetch.")
+    var urls: [String]
+
+    @Option(help: ArgumentHelp("The directory holding the pipelines' caches.", valueName: "DIR"))
+    var cacheDir: String?
+
+    @Option(help: ArgumentHelp("The pipeline to fetch through ([A-Za-z0-9._-]).", valueName: "ID"))
+    var pipeline = "sample-cli"
+
+    @Option(help: ArgumentHelp("The cache identifier (one URL only); default: the URL.", valueName: "ID"))
+    var identifier: String?
+
+    @Option(help: ArgumentHelp("Decode and scale to this size.", valueName: "WxH"))
+    var target: TargetOption?
+
+    @Option(help: "How the image is fitted into --target: fit, fill, stretch or center.")
+    var mode: ContentMode = .fit
+
+    @Option(help: ArgumentHelp("The sources a fetch may use, comma-separated: memory, disk, additional, network, resume.",
+                               valueName: "LIST"))
+    var sources: SourcesOption = SourcesOption(value: .all)
+
+    @Option(help: ArgumentHelp("Seconds a cached image stays valid (default 30 days).", valueName: "SECONDS"))
+    var ttl: Double?
+
+    @Flag(help: "Treat the images as placeholders: they never replace real ones and skip the rendered cache.")
+    var placeholder = false
+
+    @Option(help: "The downloader: urlsession (Foundation) or httpclient (AsyncHTTPClient).")
+    var network: DownloaderChoice = .httpclient
+
+    @Option(help: ArgumentHelp("Cancel each download once this many bytes arrived (keeps the partial).", valueName: "N"))
+    var cancelAfterBytes: Int?
+
+    @Flag(help: "Print one JSON object per URL instead of a line of text.")
+    var json = false
+
+    func validate() throws {
+        for url in urls where URL(string: url)?.scheme == nil {
+            throw ValidationError("not an absolute URL: \(url)")
+        }
+        if identifier != nil, urls.count > 1 { throw ValidationError("--identifier needs exactly one URL") }
+        if let cancelAfterBytes, cancelAfterBytes < 1 { throw ValidationError("--cancel-after-bytes must be at least 1") }
+        if let ttl, ttl <= 0 { throw ValidationError("--ttl must be positive") }
+    }
+
+    func run() async throws {
+        let configuration = GlobalConfiguration()
+        // The CLI has no UI main loop to serve; callbacks go to a queue of their own.
+        configuration.delegateQueue = DispatchQueue(label: "sample-cli.fetch.delegate")
+        let downloader: any ImageDownloader = switch network {
+        case .urlsession: URLSessionDownloader()
+        case .httpclient: HTTPClientDownloader()
+        }
+        configuration.imageDownloader = downloader
+        let root = cacheDir.map { URL(fileURLWithPath: $0) } ?? ImagePipeline.defaultCacheRoot
+        let pipeline: ImagePipeline
+        do {
+            pipeline = try ImagePipeline(identifier: self.pipeline, configuration: configuration, cacheRoot: root)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let requests = urls.map { string in
+            GenericFetchRequest(
+                url: URL(string: string)!, identifier: identifier,
+                targetSizing: TargetSizing(dimensions: target?.size, contentMode: mode),
+                timeToLive: ttl ?? 0, options: placeholder ? [.treatAsPlaceholder] : [],
+                loadingSources: sources.value)
+        }
+        let reports = await withTaskGroup(of: (Int, FetchReport).self) { group in
+            for (index, request) in requests.enumerated() {
+                group.addTask { [cancelAfterBytes] in
+                    (index, await Self.fetch(request, through: pipeline, cancelAfterBytes: cancelAfterBytes))
+                }
+            }
+            var reports = [FetchReport?](repeating: nil, count: requests.count)
+            for await (index, report) in group { reports[index] = report }
+            return reports.compactMap { $0 }
+        }
+        for report in reports { print(json ? report.jsonLine() : report.textLine()) }
+        try await (downloader as? HTTPClientDownloader)?.shutdown()
+        if reports.contains(where: { $0.result == nil }) { throw ExitCode(1) }
+    }
+
+    /// One fetch through the events API; leaving the loop early (after `cancelAfterBytes`) cancels it.
+    private static func fetch(_ request: GenericFetchRequest, through pipeline: ImagePipeline,
+                              cancelAfterBytes: Int?) async -> FetchReport {
+        let started = ContinuousClock.now
+        let events = pipeline.events(for: request)
+        var result: FetchResult?
+        var failure: FetchError?
+        do {
+            for try await event in events {
+                switch event {
+                case .finished(let final):
+                    result = final
+                case .progress:
+                    if let cancelAfterBytes, events.operation.receivedByteCount >= cancelAfterBytes {
+                        events.operation.cancel()
+                    }
+                case .started, .willAttemptToLoad:
+                    break
+                }
+            }
+        } catch let error as FetchError {
+            failure = error
+        } catch {
+            failure = FetchError(.unknown, underlying: error)
+        }
+        return FetchReport(request: request, operation: events.operation, result: result, error: failure,
+                           duration: ContinuousClock.now - started)
+    }
+}
+
+/// The downloaders `--network` chooses from.
+enum DownloaderChoice: String, ExpressibleByArgument, CaseIterable {
+    case urlsession, httpclient
+}
+
+/// `--sources memory,disk,additional,network,resume`.
+struct SourcesOption: ExpressibleByArgument {
+    var value: LoadingSources
+
+    init(value: LoadingSources) { self.value = value }
+
+    init?(argument: String) {
+        var sources: LoadingSources = []
+        for name in argument.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) {
+            switch name {
+            case "memory": sources.insert(.memoryCache)
+            case "disk": sources.insert(.diskCache)
+            case "additional": sources.insert(.additionalCache)
+            case "network": sources.insert(.network)
+            case "resume": sources.insert(.networkResumed)
+            default: return nil
+            }
+        }
+        guard !sources.isEmpty else { return nil }
+        value = sources
+    }
+
+    var defaultValueDescription: String { "all" }
+}
+
+/// What `sample-cli fetch` prints about one URL.
+struct FetchReport {
+    let request: GenericFetchRequest
+    let operation: FetchOperation
+    let result: FetchResult?
+    let error: FetchError?
+    let duration: Duration
+
+    static func sourceName(_ source: ImageLoadSource) -> String {
+        switch source {
+        case .unknown: "unknown"
+        case .memoryCache: "memory"
+        case .diskCache: "disk"
+        case .additionalCache: "additional"
+        case .network: "network"
+        case .networkResumed: "networkResumed"
+        }
+    }
+
+    static func stateName(_ state: FetchOperation.State) -> String {
+        switch state {
+        case .idle: "idle"
+        case .starting: "starting"
+        case .loadingFromMemory: "loadingFromMemory"
+        case .loadingFromDisk: "loadingFromDisk"
+        case .loadingFromAdditionalCache: "loadingFromAdditionalCache"
+        case .loadingFromNetwork: "loadingFromNetwork"
+        case .cancelled: "cancelled"
+        case .failed: "failed"
+        case .succeeded: "succeeded"
+        }
+    }
+
+    func jsonLine() -> String {
+        var object: [String: Any] = [
+            "url": request.url.absoluteString, "identifier": request.resolvedIdentifier,
+            "source": result.map { Self.sourceName($0.source) } ?? NSNull(),
+            "state": Self.stateName(operation.state),
+            "bytes": operation.receivedByteCount, "resumed": result?.source == .networkResumed,
+            "durationMs": (duration.milliseconds * 1000).rounded() / 1000,
+            "error": error.map { "\($0)" } ?? NSNull(), "errorCode": error.map { $0.code.rawValue } ?? NSNull(),
+        ]
+        for (key, value) in [("width", result?.image.dimensions.width), ("height", result?.image.dimensions.height),
+                             ("originalWidth", result?.originalDimensions.width),
+                             ("originalHeight", result?.originalDimensions.height)] {
+            object[key] = value ?? NSNull()
+        }
+        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    func textLine() -> String {
+        let time = String(format: "%.1f ms", duration.milliseconds)
+        guard let result else {
+            let received = operation.receivedByteCount > 0 ? " after \(operation.receivedByteCount) bytes" : ""
+            return "\(request.url.absoluteString): \(Self.stateName(operation.state))\(received): \(error.map { "\($0)" } ?? "no image"), \(time)"
+        }
+        let size = result.image.dimensions == result.originalDimensions
+            ? "\(result.originalDimensions)" : "\(result.originalDimensions) -> \(result.image.dimensions)"
+        let bytes = operation.receivedByteCount > 0 ? ", \(operation.receivedByteCount) bytes" : ""
+        return "\(request.url.absoluteString): from \(Self.sourceName(result.source)), \(size)\(bytes), \(time)"
+    }
+}

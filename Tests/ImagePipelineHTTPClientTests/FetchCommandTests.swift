@@ -1,0 +1,76 @@
+import Foundation
+import ImageOriginServer
+import ImagePipelineKit
+import Testing
+import TestSupport
+
+@Suite("sample-cli fetch and inspect against the loopback origin",
+       .enabled(if: SampleCLIBinary.path != nil, "sample-cli is not built next to the tests"))
+struct FetchCommandTests {
+    @Test("Cancel after N bytes, resume on the next run with only the rest transferred, then a disk hit; inspect shows each step",
+          arguments: ["urlsession", "httpclient"])
+    func cancelResumeThenDisk(network: String) async throws {
+        let server = try await ImageOriginServer.start(port: 0)
+        let image = try Data(contentsOf: CoordinatorHarness.imageURL)
+        server.setAsset(image, at: "/a.jpg", contentType: "image/jpeg")
+        server.setShaping(OriginShaping(bytesPerSecond: 100_000))   // ~1.1 s: the cancel lands mid-body
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-cli-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let url = server.url(for: "/a.jpg").absoluteString
+        let common = ["--cache-dir", cache, "--pipeline", "cli", "--network", network, "--json"]
+
+        let first = try await SampleCLIBinary.run(["fetch", url, "--cancel-after-bytes", "30000"] + common)
+        #expect(first.status == 1, "\(first.stdout) \(first.stderr)")
+        let cancelled = try #require(first.jsonLines.first)
+        #expect(cancelled["state"] as? String == "cancelled" && cancelled["errorCode"] as? Int == -1)
+        let kept = try #require(cancelled["bytes"] as? Int)
+        #expect(kept >= 30000 && kept < image.count)
+
+        let partial = try await SampleCLIBinary.run(["inspect", "cli", "--cache-dir", cache, "--json"])
+        let partialRow = try #require(partial.jsonLines.first, "\(partial.stdout) \(partial.stderr)")
+        #expect(partialRow["complete"] as? Bool == false && partialRow["url"] as? String == url)
+
+        let second = try await SampleCLIBinary.run(["fetch", url] + common)
+        #expect(second.status == 0, "\(second.stdout) \(second.stderr)")
+        let resumed = try #require(second.jsonLines.first)
+        #expect(resumed["source"] as? String == "networkResumed" && resumed["resumed"] as? Bool == true)
+        #expect(resumed["bytes"] as? Int == image.count)
+        try await server.waitForCompletedRequests(count: 2)
+        let log = server.requestLog
+        #expect(log.count == 2)
+        // The second request asked for the rest only and got it; the server sent no more than that.
+        let partialBytes = try #require(log.last?.range.flatMap { Int($0.dropFirst("bytes=".count).dropLast()) })
+        #expect(partialBytes > 0 && log.last?.status == 206 && log.last?.bytesSent == image.count - partialBytes)
+
+        let third = try await SampleCLIBinary.run(["fetch", url] + common)
+        let fromDisk = try #require(third.jsonLines.first)
+        #expect(fromDisk["source"] as? String == "disk" && fromDisk["bytes"] as? Int == 0)
+        #expect((fromDisk["width"] as? Int ?? 0) > 0)
+        #expect(server.requestLog.count == 2)
+
+        let complete = try await SampleCLIBinary.run(["inspect", "--cache-dir", cache, "--json"])
+        let rows = complete.jsonLines
+        #expect(rows.count == 1 && rows.first?["complete"] as? Bool == true && rows.first?["bytes"] as? Int == image.count)
+        try await server.shutdown()
+    }
+
+    @Test("A bad URL list and a missing image: exit 1 with a typed error per URL, the good one still fetched")
+    func failures() async throws {
+        let server = try await ImageOriginServer.start(port: 0)
+        server.setAsset(try Data(contentsOf: CoordinatorHarness.imageURL), at: "/a.jpg", contentType: "image/jpeg")
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-cli-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let run = try await SampleCLIBinary.run([
+            "fetch", server.url(for: "/a.jpg").absoluteString, server.url(for: "/missing.jpg").absoluteString,
+            "--cache-dir", cache, "--json", "--target", "64x64",
+        ])
+        #expect(run.status == 1)
+        let rows = run.jsonLines
+        #expect(rows.count == 2)
+        #expect(rows.first?["source"] as? String == "network" && rows.first?["width"] as? Int ?? 0 <= 64)
+        #expect(rows.last?["state"] as? String == "failed" && rows.last?["errorCode"] is Int)
+        let usage = try await SampleCLIBinary.run(["fetch", "not a url", "--cache-dir", cache])
+        #expect(usage.status != 0 && usage.status != 1 && usage.stderr.contains("not an absolute URL"))
+        try await server.shutdown()
+    }
+}
