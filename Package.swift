@@ -12,6 +12,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
@@ -37,6 +38,7 @@ let package = Package(
             dependencies: [
                 "CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         // The AsyncHTTPClient downloader (HTTP/2, connection pooling): a separate product so the core
@@ -86,6 +88,7 @@ let package = Package(
             dependencies: [
                 "ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(

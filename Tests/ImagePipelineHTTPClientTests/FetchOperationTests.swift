@@ -246,6 +246,9 @@ struct FetchOperationTests {
             operation.cancel()
             #expect(await delegate.finished().isCancelled)
             #expect(operation.state == .cancelled)
+            // a11: the cancel is on the metrics, on the network source that never completed.
+            #expect(operation.metrics?.wasCancelled == true && operation.metrics?.info(for: .network)?.wasCancelled == true)
+            #expect(operation.metrics?.info(for: .network)?.result == .neverCompleted)
             let kept = try #require(h.pipeline.memoryCache.entry(for: "I")?.partial)
             #expect(h.pipeline.diskCache?.entry(for: "I")?.partial?.data == kept.data)
 
@@ -254,6 +257,10 @@ struct FetchOperationTests {
             #expect(resumed.events.last == .final(.networkResumed) && resumedOperation.finalResult?.source == .networkResumed)
             #expect((resumed.progresses.first ?? 0) >= Double(kept.data.count) / Double(h.image.count) - 0.001)
             #expect(!resumed.progresses.contains(0))
+            // a11: the metrics say NetworkResumed, and nothing for Network.
+            #expect(resumedOperation.metrics?.info(for: .networkResumed)?.result == .hitFinal)
+            #expect(resumedOperation.metrics?.info(for: .network) == nil)
+            #expect(resumedOperation.metrics?.info(for: .networkResumed)?.networkImageSizeInBytes == h.image.count)
             try await h.server.waitForCompletedRequests(count: 2)
             #expect(h.server.requestLog.last?.range == "bytes=\(kept.data.count)-")
             #expect(h.pipeline.diskCache?.entry(for: "I")?.complete?.data == h.image)

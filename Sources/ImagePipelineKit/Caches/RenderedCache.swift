@@ -1,7 +1,12 @@
 /// One rendition in the rendered cache: an image already decoded and scaled for some target.
 public struct RenderedImage: Sendable {
     /// The image at its rendered size, shared by reference (a hit never copies pixels).
-    public var image: ImageContainer
+    public var image: ImageContainer {
+        didSet { dimensions = image.dimensions }
+    }
+    /// `image.dimensions`, kept beside it: a lookup compares sizes without following the image's frames to
+    /// its bitmap (two dependent memory loads per rendition, most of a hit's cost on a large cache).
+    public private(set) var dimensions: PixelSize
     /// Identifier of the transformer that produced it, `nil` when untransformed.
     public var transformerIdentifier: String?
     /// Dimensions of the source it was rendered from.
@@ -12,6 +17,7 @@ public struct RenderedImage: Sendable {
     /// A rendition of `image`, rendered from a source of `sourceDimensions`.
     public init(image: ImageContainer, transformerIdentifier: String? = nil, sourceDimensions: PixelSize, isDirty: Bool = false) {
         self.image = image
+        self.dimensions = image.dimensions
         self.transformerIdentifier = transformerIdentifier
         self.sourceDimensions = sourceDimensions
         self.isDirty = isDirty
@@ -57,7 +63,7 @@ public final class RenderedCache: Sendable {
         guard let dimensions = target.dimensions, !dimensions.isEmpty, target.contentMode != .center else { return nil }
         return pool.access(owner: owner, key: identifier) { (collection: inout RenderedCollection) -> RenderedImage? in
             guard let index = collection.renditions.firstIndex(where: {
-                $0.transformerIdentifier == transformerIdentifier && target.isSatisfied(by: $0.image.dimensions)
+                $0.transformerIdentifier == transformerIdentifier && target.isSatisfied(by: $0.dimensions)
             }) else { return nil }
             // Usually the front one already: then the collection is not touched at all.
             if index != 0 { collection.renditions.insert(collection.renditions.remove(at: index), at: 0) }
@@ -76,7 +82,7 @@ public final class RenderedCache: Sendable {
         pool.update(owner: owner, key: identifier) { current in
             var collection = current ?? RenderedCollection()
             if let index = collection.renditions.firstIndex(where: {
-                $0.image.dimensions == rendition.image.dimensions && $0.transformerIdentifier == rendition.transformerIdentifier
+                $0.dimensions == rendition.dimensions && $0.transformerIdentifier == rendition.transformerIdentifier
             }) {
                 let existing = collection.renditions[index]
                 if !existing.isDirty, existing.sourceDimensions.width >= rendition.sourceDimensions.width,

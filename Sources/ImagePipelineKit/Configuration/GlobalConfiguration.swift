@@ -1,4 +1,5 @@
 import Foundation
+import CoreMetrics
 import Logging
 import Synchronization
 
@@ -39,6 +40,8 @@ public final class GlobalConfiguration: Sendable {
     /// under `swift test` on Linux the main queue does not run on the main thread).
     static let delegateQueueKey = DispatchSpecificKey<ObjectIdentifier>()
     private let currentLogger = Mutex<Logger?>(nil)
+    /// See ``metricsFactory``; `nil` reads `MetricsSystem.factory` at each use.
+    let chosenMetricsFactory = Mutex<(any MetricsFactory)?>(nil)
 
     private struct WeakObserver {
         weak var observer: (any ImagePipelineObserver)?

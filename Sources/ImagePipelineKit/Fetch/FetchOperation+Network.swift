@@ -12,6 +12,7 @@ extension FetchOperation {
         }
         _queue_setState(.loadingFromNetwork)
         let source: ImageLoadSource = partial != nil ? .networkResumed : .network
+        metricsRecorder.begin(source)
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: source) }
         if let partial {
             shared.withLock { $0.receivedByteCount = partial.data.count }
@@ -34,6 +35,7 @@ extension FetchOperation {
         if resumablePartial != nil, resumedByteCount == 0 {
             // The server sent the whole image again: the partial is gone (TIP's "did reset from partial").
             resumablePartial = nil
+            metricsRecorder.rekeyOpenSource(as: .network)
             guard sources.contains(.network) else {
                 shared.withLock { $0.attachment }?.cancel()
                 return _queue_fail(FetchError(.couldNotLoadImage))
@@ -69,13 +71,14 @@ extension FetchOperation {
     private func _queue_networkSucceeded(_ result: NetworkLoadResult) {
         let decoded: DecodedImage
         do {
-            decoded = try CodecCatalogue.shared.decode(result.data, target: request.targetSizing,
-                                                       configuration: request.decoderConfiguration)
+            decoded = try _queue_decode(result.data)
         } catch {
             pipeline.configuration.report(.imageDownloadedCouldNotBeDecoded(identifier: identifier, bytes: result.data.count))
             return _queue_fail(FetchError(.couldNotDecodeImage, underlying: error))
         }
         let source: ImageLoadSource = result.wasResumed ? .networkResumed : .network
+        metricsRecorder.noteNetworkImage(bytes: result.data.count, type: decoded.properties.type,
+                                         dimensions: decoded.properties.dimensions)
         let isPlaceholder = request.options.contains(.treatAsPlaceholder)
         for observer in pipeline.currentObservers {
             observer.imagePipeline(pipeline, didFinishDownloadingImageAt: request.url, imageType: decoded.properties.type,
@@ -90,6 +93,7 @@ extension FetchOperation {
         _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder)
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
         guard result.isOwner else { return _queue_succeed(image) }
+        pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)
         let cached = CachedImageData(
             data: result.data, url: request.url, dimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
             isAnimated: decoded.properties.isAnimated, timeToLive: request.resolvedTimeToLive,

@@ -27,6 +27,7 @@ extension FetchOperation {
         guard !_queue_abortIfNeeded() else { return }
         guard sources.contains(.memoryCache) else { return _queue_loadFromDisk() }
         _queue_setState(.loadingFromMemory)
+        metricsRecorder.begin(.memoryCache)
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .memoryCache) }
         let entry = pipeline.memoryCache.entry(for: identifier)
         if let complete = entry?.complete, complete.url == request.url,
@@ -45,6 +46,7 @@ extension FetchOperation {
         guard !_queue_abortIfNeeded() else { return }
         guard sources.contains(.diskCache), let disk = pipeline.diskCache else { return _queue_loadFromAdditionalCaches() }
         _queue_setState(.loadingFromDisk)
+        metricsRecorder.begin(.diskCache)
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .diskCache) }
         let entry = disk.entry(for: identifier)
         if let complete = entry?.complete, complete.url == request.url,
@@ -83,6 +85,7 @@ extension FetchOperation {
         guard !_queue_abortIfNeeded() else { return }
         guard sources.contains(.additionalCache) else { return _queue_loadFromNetwork() }
         _queue_setState(.loadingFromAdditionalCache)
+        metricsRecorder.begin(.additionalCache)
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .additionalCache) }
         let caches = pipeline.additionalCaches
         guard !caches.isEmpty else { return _queue_loadFromNetwork() }
@@ -115,8 +118,7 @@ extension FetchOperation {
     func _queue_deliverCached(_ cached: CachedImageData, source: ImageLoadSource, storeInMemory: Bool) -> Bool {
         let decoded: DecodedImage
         do {
-            decoded = try CodecCatalogue.shared.decode(cached.data, target: request.targetSizing,
-                                                       configuration: request.decoderConfiguration)
+            decoded = try _queue_decode(cached.data)
         } catch {
             pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: identifier, source: source))
             if source == .memoryCache { pipeline.memoryCache.clear(identifier: identifier) }
@@ -142,6 +144,15 @@ extension FetchOperation {
     }
 
     /// Keeps the rendition for synchronous lookups unless the request says not to (b9).
+    /// Decodes `data` at the request's target, timed for the decode-duration metric.
+    func _queue_decode(_ data: Data) throws -> DecodedImage {
+        let started = ContinuousClock.now
+        let decoded = try CodecCatalogue.shared.decode(data, target: request.targetSizing,
+                                                       configuration: request.decoderConfiguration)
+        pipeline.configuration.recordDecode(of: decoded.properties.type, duration: ContinuousClock.now - started)
+        return decoded
+    }
+
     func _queue_storeRendered(_ image: ImageContainer, sourceDimensions: PixelSize, isPlaceholder: Bool) {
         guard !request.options.contains(.skipStoringToRenderedCache), !isPlaceholder,
               let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center

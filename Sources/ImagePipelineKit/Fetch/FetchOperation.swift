@@ -40,6 +40,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         var enqueuedAt: Date?
         var startedAt: Date?
         var finishedAt: Date?
+        var metrics: FetchMetrics?
         /// Set once `isFinished` turned true; `finishHandlers` run then.
         var reportedFinished = false
         var finishHandlers: [@Sendable () -> Void] = []
@@ -54,6 +55,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     let queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation")
     /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.
     var resumablePartial: PartialImageData?
+    /// The sources tried so far, for ``metrics``. On `queue`.
+    var metricsRecorder = FetchMetricsRecorder()
 
     init(request: any FetchRequest, pipeline: ImagePipeline, context: (any Sendable)?, delegate: (any FetchDelegate)?,
          holdsDelegateStrongly: Bool) {
@@ -79,6 +82,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     public var receivedByteCount: Int { shared.withLock { $0.receivedByteCount } }
     public var finalResult: FetchResult? { shared.withLock { $0.finalResult } }
     public var error: FetchError? { shared.withLock { $0.error } }
+    /// What the fetch did, source by source; `nil` until it finished (set before the final callback).
+    public var metrics: FetchMetrics? { shared.withLock { $0.metrics } }
     /// Seconds between being handed to the pipeline and starting, once started.
     public var timeSpentIdleInQueue: TimeInterval? {
         shared.withLock { state in state.startedAt.flatMap { start in state.enqueuedAt.map { start.timeIntervalSince($0) } } }
@@ -186,20 +191,28 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// finished, so the disk write never delays the image.
     func _queue_succeed(_ result: FetchResult, percolate: (@Sendable () -> Void)? = nil) {
         guard !state.isFinished else { return }
+        metricsRecorder.hitFinal()
+        let metrics = metricsRecorder.finish(cancelled: false)
         shared.withLock {
             $0.finalResult = result
             $0.progress = 1
             $0.attachment = nil
+            $0.metrics = metrics
         }
+        pipeline.configuration.recordFetch(of: pipeline.identifier, metrics: metrics, outcome: .success)
         _queue_finish(state: .succeeded, then: percolate) { $0.fetchOperation(self, didLoadFinalImage: result) }
     }
 
     func _queue_fail(_ error: FetchError) {
         guard !state.isFinished else { return }
+        let metrics = metricsRecorder.finish(cancelled: error.code == .cancelled)
         shared.withLock {
             $0.error = error
             $0.attachment = nil
+            $0.metrics = metrics
         }
+        pipeline.configuration.recordFetch(of: pipeline.identifier, metrics: metrics,
+                                           outcome: error.code == .cancelled ? .cancelled : .failure)
         _queue_finish(state: error.code == .cancelled ? .cancelled : .failed) {
             $0.fetchOperation(self, didFailToLoadFinalImageWith: error)
         }

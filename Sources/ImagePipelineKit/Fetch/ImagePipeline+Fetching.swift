@@ -46,8 +46,12 @@ extension ImagePipeline {
         let request = operation.request
         let identifier = request.resolvedIdentifier
         guard request.loadingSources.contains(.memoryCache), !identifier.isEmpty,
-              let hit = renderedCache.image(for: identifier, target: request.targetSizing), !hit.isDirty
+              let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center
         else { return false }
+        guard let hit = renderedCache.image(for: identifier, target: request.targetSizing), !hit.isDirty else {
+            configuration.recordRenderedMiss(of: self.identifier)
+            return false
+        }
         let result = FetchResult(image: hit.image, source: .memoryCache, url: request.url,
                                  originalDimensions: hit.sourceDimensions, isPlaceholder: false, identifier: identifier)
         operation.completeSynchronously(with: result)
@@ -58,12 +62,15 @@ extension ImagePipeline {
 extension FetchOperation {
     /// Finishes without ever running: a rendered-cache hit on the delegate queue (the caller is on it).
     func completeSynchronously(with result: FetchResult) {
+        let metrics = FetchMetricsRecorder.synchronousHit()
         shared.withLock {
             $0.state = .succeeded
             $0.finalResult = result
             $0.progress = 1
             $0.startedAt = Date()
+            $0.metrics = metrics
         }
+        pipeline.configuration.recordFetch(of: pipeline.identifier, metrics: metrics, outcome: .success)
         if let delegate {
             delegate.fetchOperationDidStart(self)
             delegate.fetchOperation(self, didLoadFinalImage: result)

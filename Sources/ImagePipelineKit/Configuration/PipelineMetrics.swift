@@ -1,0 +1,86 @@
+import CoreMetrics
+import Foundation
+
+/// The swift-metrics the pipelines emit. Labels and dimensions:
+///
+/// - `image_pipeline_fetches` (counter): `pipeline`, `result` (`success`, `failure`, `cancelled`), `source`
+///   (`memory`, `disk`, `additional`, `network`, `networkResumed`, `none`).
+/// - `image_pipeline_cache_lookups` (counter): `pipeline`, `layer` (`rendered`, `memory`, `disk`,
+///   `additional`), `result` (`hit`, `miss`).
+/// - `image_pipeline_network_bytes` (counter): `pipeline`; bytes of images completed from the network, counted
+///   once per download however many fetches shared it.
+/// - `image_pipeline_decode_duration` (timer): `format`; decoding (with scaling) of fetched or cached bytes.
+/// - `image_pipeline_fetch_duration` (timer): `pipeline`, `result`.
+public enum PipelineMetricLabels {
+    public static let fetches = "image_pipeline_fetches"
+    public static let cacheLookups = "image_pipeline_cache_lookups"
+    public static let networkBytes = "image_pipeline_network_bytes"
+    public static let decodeDuration = "image_pipeline_decode_duration"
+    public static let fetchDuration = "image_pipeline_fetch_duration"
+}
+
+extension GlobalConfiguration {
+    /// Where the pipelines send their metrics (swift-metrics; labels in ``PipelineMetricLabels``). By default
+    /// `MetricsSystem.factory`, read at each use, so bootstrapping `MetricsSystem` later still takes effect;
+    /// the library never bootstraps it.
+    public var metricsFactory: any MetricsFactory {
+        get { chosenMetricsFactory.withLock { $0 } ?? MetricsSystem.factory }
+        set { chosenMetricsFactory.withLock { $0 = newValue } }
+    }
+
+    enum FetchOutcome: String {
+        case success, failure, cancelled
+    }
+
+    /// Counts a finished fetch, its cache lookups and its duration.
+    func recordFetch(of pipeline: String, metrics: FetchMetrics, outcome: FetchOutcome) {
+        let factory = metricsFactory
+        let final = metrics.sources.last { $0.result == .hitFinal }
+        Counter(label: PipelineMetricLabels.fetches,
+                dimensions: [("pipeline", pipeline), ("result", outcome.rawValue),
+                             ("source", final.map { Self.metricName(of: $0.source) } ?? "none")],
+                factory: factory).increment()
+        for info in metrics.sources where info.result != .neverCompleted {
+            let layer: String
+            switch info.source {
+            case .memoryCache: layer = info.wasLoadedSynchronously ? "rendered" : "memory"
+            case .diskCache: layer = "disk"
+            case .additionalCache: layer = "additional"
+            case .network, .networkResumed, .unknown: continue
+            }
+            Counter(label: PipelineMetricLabels.cacheLookups,
+                    dimensions: [("pipeline", pipeline), ("layer", layer), ("result", info.result == .miss ? "miss" : "hit")],
+                    factory: factory).increment()
+        }
+        Timer(label: PipelineMetricLabels.fetchDuration, dimensions: [("pipeline", pipeline), ("result", outcome.rawValue)],
+              factory: factory).recordNanoseconds(Int64(metrics.totalDuration * 1e9))
+    }
+
+    /// Counts the synchronous path's rendered-cache miss (its hits are counted as fetches).
+    func recordRenderedMiss(of pipeline: String) {
+        Counter(label: PipelineMetricLabels.cacheLookups,
+                dimensions: [("pipeline", pipeline), ("layer", "rendered"), ("result", "miss")],
+                factory: metricsFactory).increment()
+    }
+
+    func recordNetworkBytes(_ bytes: Int, pipeline: String) {
+        Counter(label: PipelineMetricLabels.networkBytes, dimensions: [("pipeline", pipeline)], factory: metricsFactory)
+            .increment(by: Int64(bytes))
+    }
+
+    func recordDecode(of type: ImageType?, duration: Duration) {
+        Timer(label: PipelineMetricLabels.decodeDuration, dimensions: [("format", type.map { "\($0)" } ?? "unknown")],
+              factory: metricsFactory).recordNanoseconds(Int64(duration.seconds * 1e9))
+    }
+
+    static func metricName(of source: ImageLoadSource) -> String {
+        switch source {
+        case .unknown: "unknown"
+        case .memoryCache: "memory"
+        case .diskCache: "disk"
+        case .additionalCache: "additional"
+        case .network: "network"
+        case .networkResumed: "networkResumed"
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import ImageOriginServer
+import ImagePipelineKit
+import MetricsTestKit
+import Testing
+import TestSupport
+
+@Suite("FetchMetrics (a11) and swift-metrics", .serialized)
+struct FetchMetricsTests {
+    @Test("Scenario 4's metrics: three misses then a network hit with the image's bytes, type, size and pixels per byte; counters follow",
+          arguments: CoordinatorDownloader.allCases)
+    func coldThenMemoryThenRendered(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            let recorded = TestMetrics()
+            h.configuration.metricsFactory = recorded
+            let p = h.pipeline.identifier
+            let (_, cold) = await h.fetch(h.request())
+            let metrics = try #require(cold.metrics)
+            #expect(metrics.sources.map(\.source) == [.memoryCache, .diskCache, .additionalCache, .network])
+            #expect(metrics.sources.map(\.result) == [.miss, .miss, .miss, .hitFinal])
+            let network = try #require(metrics.info(for: .network))
+            #expect(network.networkImageSizeInBytes == h.image.count && network.networkImageType == .jpeg)
+            #expect(network.networkImageDimensions == h.imageSize)
+            let pixelsPerByte = Double(h.imageSize.width * h.imageSize.height) / Double(h.image.count)
+            #expect(abs((network.networkImagePixelsPerByte ?? 0) - pixelsPerByte) < 1e-9)
+            #expect(metrics.totalDuration > 0 && !metrics.wasCancelled)
+            #expect(metrics.firstImageLoadDuration.map { $0 > 0 && $0 <= metrics.totalDuration } == true)
+
+            #expect(try recorded.expectCounter(PipelineMetricLabels.fetches,
+                                               [("pipeline", p), ("result", "success"), ("source", "network")]).totalValue == 1)
+            #expect(try recorded.expectCounter(PipelineMetricLabels.cacheLookups,
+                                               [("pipeline", p), ("layer", "memory"), ("result", "miss")]).totalValue == 1)
+            #expect(try recorded.expectCounter(PipelineMetricLabels.networkBytes, [("pipeline", p)]).totalValue == Int64(h.image.count))
+            #expect(try recorded.expectTimer(PipelineMetricLabels.decodeDuration, [("format", "\(ImageType.jpeg)")]).values.count >= 1)
+
+            // From memory at a target, then the same on the delegate queue: synchronous, from the rendered cache.
+            let small = h.request(target: PixelSize(width: 64, height: 64))
+            let (_, fromMemory) = await h.fetch(small)
+            #expect(fromMemory.metrics?.info(for: .memoryCache)?.result == .hitFinal)
+            #expect(fromMemory.metrics?.info(for: .memoryCache)?.wasLoadedSynchronously == false)
+            let synchronous = h.onDelegateQueue { () -> FetchOperation in
+                let operation = h.pipeline.operation(with: small, delegate: nil)
+                h.pipeline.fetchImage(with: operation)
+                return operation
+            }
+            #expect(synchronous.isFinished && synchronous.metrics?.info(for: .memoryCache)?.wasLoadedSynchronously == true)
+            #expect(try recorded.expectCounter(PipelineMetricLabels.cacheLookups,
+                                               [("pipeline", p), ("layer", "memory"), ("result", "hit")]).totalValue == 1)
+            #expect(try recorded.expectCounter(PipelineMetricLabels.cacheLookups,
+                                               [("pipeline", p), ("layer", "rendered"), ("result", "hit")]).totalValue == 1)
+            #expect(try recorded.expectCounter(PipelineMetricLabels.fetches,
+                                               [("pipeline", p), ("result", "success"), ("source", "memory")]).totalValue == 2)
+            #expect(try recorded.expectTimer(PipelineMetricLabels.fetchDuration, [("pipeline", p), ("result", "success")]).values.count == 3)
+        }
+    }
+
+    @Test("A failed fetch counts as a failure with no source; its network attempt never completed", arguments: [CoordinatorDownloader.httpClient])
+    func failure(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            let recorded = TestMetrics()
+            h.configuration.metricsFactory = recorded
+            let (_, operation) = await h.fetch(h.request("/missing.jpg", identifier: "missing"))
+            #expect(operation.state == .failed)
+            #expect(operation.metrics?.info(for: .network)?.result == .neverCompleted)
+            #expect(operation.metrics?.firstImageLoadDuration == nil && operation.metrics?.wasCancelled == false)
+            #expect(try recorded.expectCounter(PipelineMetricLabels.fetches,
+                                               [("pipeline", h.pipeline.identifier), ("result", "failure"), ("source", "none")]).totalValue == 1)
+        }
+    }
+}
