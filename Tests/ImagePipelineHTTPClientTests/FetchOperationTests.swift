@@ -14,6 +14,16 @@ final class RecordingFetchDelegate: FetchDelegate, Sendable {
         case progress(Double)
         case final(ImageLoadSource)
         case failure(FetchErrorCode)
+        case preview(ImageLoadSource)
+        case dirtyPreview
+    }
+
+    /// How previews are answered.
+    let previewDecision: PreviewDecision
+    private let previewList = Mutex<[FetchResult]>([])
+
+    init(previewDecision: PreviewDecision = .continueLoading) {
+        self.previewDecision = previewDecision
     }
 
     private let state = Mutex<(events: [Event], result: Result<FetchResult, FetchError>?, finishedBeforeFinal: Bool,
@@ -22,6 +32,17 @@ final class RecordingFetchDelegate: FetchDelegate, Sendable {
     func fetchOperationDidStart(_ operation: FetchOperation) { record(.start) }
     func fetchOperation(_ operation: FetchOperation, willAttemptToLoadFrom source: ImageLoadSource) { record(.attempt(source)) }
     func fetchOperation(_ operation: FetchOperation, didUpdateProgress progress: Double) { record(.progress(progress)) }
+    func fetchOperation(_ operation: FetchOperation, didLoadDirtyPreviewImage result: FetchResult) {
+        previewList.withLock { $0.append(result) }
+        record(.dirtyPreview)
+    }
+    func fetchOperation(_ operation: FetchOperation, didLoadPreviewImage result: FetchResult,
+                        completion: @escaping @Sendable (PreviewDecision) -> Void) {
+        previewList.withLock { $0.append(result) }
+        record(.preview(result.source))
+        completion(previewDecision)
+    }
+    var previews: [FetchResult] { previewList.withLock { $0 } }
     func fetchOperation(_ operation: FetchOperation, didLoadFinalImage result: FetchResult) {
         finish(.final(result.source), .success(result), operation)
     }
@@ -111,8 +132,9 @@ struct FetchHarness {
     }
 
     /// Runs a fetch to its end and returns its delegate.
-    func fetch(_ request: any FetchRequest, in pipeline: ImagePipeline? = nil) async -> (RecordingFetchDelegate, FetchOperation) {
-        let delegate = RecordingFetchDelegate()
+    func fetch(_ request: any FetchRequest, in pipeline: ImagePipeline? = nil,
+               previewDecision: PreviewDecision = .continueLoading) async -> (RecordingFetchDelegate, FetchOperation) {
+        let delegate = RecordingFetchDelegate(previewDecision: previewDecision)
         let operation = (pipeline ?? self.pipeline).operation(with: request, delegate: delegate)
         (pipeline ?? self.pipeline).fetchImage(with: operation)
         // Bounded: a fetch that never finishes fails the test with what it had done instead of hanging the run.

@@ -14,27 +14,31 @@ struct BitmapTests {
         #expect(!bitmap.hasTransparency)
     }
 
-    @Test("A released large buffer is reused by the next bitmap of a similar size")
+    // A pool of the tests' own: the shared one serves every test running in parallel.
+    @Test("A released large buffer is reused by the next take of a similar size")
     func pooling() throws {
-        let pool = BitmapBufferPool.shared
-        pool.drain()
-        var first: Bitmap? = try Bitmap(width: 1024, height: 512) { _, _ in }
-        let address = first!.withUnsafeBytes { Int(bitPattern: $0.baseAddress!) }
-        first = nil
+        let pool = BitmapBufferPool(capacity: 64 << 20)
+        let first = pool.take(byteCount: 1024 * 512 * 4)
+        let address = Int(bitPattern: first.pointer)
+        pool.give(first)
         #expect(pool.retainedBytes >= 1024 * 512 * 4)
-        let second = try Bitmap(width: 1000, height: 512) { _, _ in }
-        #expect(second.withUnsafeBytes { Int(bitPattern: $0.baseAddress!) } == address)
+        let second = pool.take(byteCount: 1000 * 512 * 4)
+        #expect(Int(bitPattern: second.pointer) == address)
+        #expect(pool.retainedBytes == 0)
+        pool.give(second)
+        pool.drain()
         #expect(pool.retainedBytes == 0)
     }
 
     @Test("A thumbnail never takes a buffer more than twice its size")
     func noOversizedReuse() throws {
-        let pool = BitmapBufferPool.shared
-        pool.drain()
-        _ = try Bitmap(width: 2048, height: 2048) { _, _ in }   // 16 MiB back into the pool
+        let pool = BitmapBufferPool(capacity: 64 << 20)
+        pool.give(pool.take(byteCount: 2048 * 2048 * 4))   // 16 MiB back into the pool
         let retained = pool.retainedBytes
-        _ = try Bitmap(width: 600, height: 600) { _, _ in }     // 1.4 MiB: must not take the 16 MiB block
-        #expect(pool.retainedBytes >= retained)
+        let thumbnail = pool.take(byteCount: 600 * 600 * 4)   // 1.4 MiB: must not take the 16 MiB block
+        #expect(pool.retainedBytes == retained)
+        pool.give(thumbnail)
+        pool.drain()
     }
 
     @Test("Absurd sizes are refused before allocating")

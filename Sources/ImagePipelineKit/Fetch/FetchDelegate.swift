@@ -8,6 +8,15 @@ public protocol FetchDelegate: AnyObject, Sendable {
     func fetchOperationDidStart(_ operation: FetchOperation)
     /// Before trying `source` (memory, disk, additional caches, network or network-resumed).
     func fetchOperation(_ operation: FetchOperation, willAttemptToLoadFrom source: ImageLoadSource)
+    /// A stale rendition from the rendered cache (marked dirty), delivered synchronously inside
+    /// ``ImagePipeline/fetchImage(with:)`` when it is called on the delegate queue; the fetch then goes on (b3).
+    func fetchOperation(_ operation: FetchOperation, didLoadDirtyPreviewImage result: FetchResult)
+    /// A cached complete image of the same identifier but another URL, at the request's target (b8): offered
+    /// at most once per fetch. Call `completion` (from any thread, now or later) with
+    /// ``PreviewDecision/continueLoading`` to go on to the requested URL, or ``PreviewDecision/stopLoading`` to
+    /// end the fetch with ``FetchErrorCode/cancelledAfterLoadingPreview``. The default continues.
+    func fetchOperation(_ operation: FetchOperation, didLoadPreviewImage result: FetchResult,
+                        completion: @escaping @Sendable (PreviewDecision) -> Void)
     /// Download progress, 0 ... 0.999 (never 1: the final callback says that).
     func fetchOperation(_ operation: FetchOperation, didUpdateProgress progress: Double)
     func fetchOperation(_ operation: FetchOperation, didLoadFinalImage result: FetchResult)
@@ -17,7 +26,20 @@ public protocol FetchDelegate: AnyObject, Sendable {
 extension FetchDelegate {
     public func fetchOperationDidStart(_ operation: FetchOperation) {}
     public func fetchOperation(_ operation: FetchOperation, willAttemptToLoadFrom source: ImageLoadSource) {}
+    public func fetchOperation(_ operation: FetchOperation, didLoadDirtyPreviewImage result: FetchResult) {}
+    public func fetchOperation(_ operation: FetchOperation, didLoadPreviewImage result: FetchResult,
+                               completion: @escaping @Sendable (PreviewDecision) -> Void) {
+        completion(.continueLoading)
+    }
     public func fetchOperation(_ operation: FetchOperation, didUpdateProgress progress: Double) {}
     public func fetchOperation(_ operation: FetchOperation, didLoadFinalImage result: FetchResult) {}
     public func fetchOperation(_ operation: FetchOperation, didFailToLoadFinalImageWith error: FetchError) {}
+}
+
+/// What a delegate wants after a preview (TIP's `TIPImageFetchPreviewLoadedBehavior`).
+public enum PreviewDecision: Int, Sendable {
+    /// Go on loading the requested image.
+    case continueLoading = 0
+    /// The preview is enough: end the fetch (state failed, ``FetchErrorCode/cancelledAfterLoadingPreview``).
+    case stopLoading = 1
 }

@@ -45,7 +45,7 @@ public struct FetchMetrics: Sendable {
     public var sources: [SourceInfo]
     /// Seconds from start to the end of the fetch.
     public var totalDuration: TimeInterval
-    /// Seconds from start to the first image delivered (the final one, until previews exist), `nil` without one.
+    /// Seconds from start to the first image delivered (a preview or the final one), `nil` without one.
     public var firstImageLoadDuration: TimeInterval?
     public var wasCancelled: Bool
 
@@ -82,6 +82,13 @@ struct FetchMetricsRecorder {
         sources[sources.count - 1].networkImageSizeInBytes = bytes
         sources[sources.count - 1].networkImageType = type
         sources[sources.count - 1].networkImageDimensions = dimensions
+    }
+
+    /// The open source gave a preview.
+    mutating func hitPreview() {
+        guard openedAt != nil, !sources.isEmpty else { return }
+        firstImageAt = firstImageAt ?? .now
+        sources[sources.count - 1].result = max(sources[sources.count - 1].result, .hitPreview)
     }
 
     /// The open source gave the final image.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 // The source-by-source walk of a fetch (tip-behaviour b2): memory → own disk → other live pipelines' disks →
 // additional caches → network. Every method runs on the operation's queue; decoding happens here, never on
@@ -30,10 +31,19 @@ extension FetchOperation {
         metricsRecorder.begin(.memoryCache)
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .memoryCache) }
         let entry = pipeline.memoryCache.entry(for: identifier)
-        if let complete = entry?.complete, complete.url == request.url,
-           _queue_deliverCached(complete, source: .memoryCache, storeInMemory: false) {
-            return
+        if let complete = entry?.complete {
+            if complete.url == request.url, _queue_deliverCached(complete, source: .memoryCache, storeInMemory: false) {
+                return
+            }
+            if complete.url != request.url, previewResult == nil {
+                return _queue_offerPreview(complete, source: .memoryCache) { [self] in _queue_afterMemoryImage(entry) }
+            }
         }
+        _queue_afterMemoryImage(entry)
+    }
+
+    /// The memory step after its complete image: resume its partial, or go on to the disk.
+    private func _queue_afterMemoryImage(_ entry: CacheEntry?) {
         if let partial = entry?.partial, partial.url == request.url, _queue_adoptPartial(partial) {
             return _queue_loadFromNetwork()   // TIP's jump: a partial in memory skips the disk
         }
@@ -49,15 +59,62 @@ extension FetchOperation {
         metricsRecorder.begin(.diskCache)
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .diskCache) }
         let entry = disk.entry(for: identifier)
-        if let complete = entry?.complete, complete.url == request.url,
-           _queue_deliverCached(complete, source: .diskCache, storeInMemory: true) {
-            return
+        if let complete = entry?.complete {
+            if complete.url == request.url, _queue_deliverCached(complete, source: .diskCache, storeInMemory: true) {
+                return
+            }
+            // One preview per fetch: a disk image of another URL only when the memory cache offered none (b8).
+            if complete.url != request.url, previewResult == nil {
+                return _queue_offerPreview(complete, source: .diskCache) { [self] in _queue_afterDiskImage(entry) }
+            }
         }
+        _queue_afterDiskImage(entry)
+    }
+
+    /// The disk step after its complete image: resume its partial, other pipelines' disks, additional caches.
+    private func _queue_afterDiskImage(_ entry: CacheEntry?) {
         if let partial = entry?.partial, partial.url == request.url, _queue_adoptPartial(partial) {
             return _queue_loadFromNetwork()
         }
         if _queue_loadFromOtherPipelines() { return }
         _queue_loadFromAdditionalCaches()
+    }
+
+    // MARK: - Previews
+
+    /// Offers `cached` (same identifier, another URL) as a preview at the request's target (b8), then, when the
+    /// delegate answers "continue" (or there is none), goes on with `next`. "Stop" ends the fetch with
+    /// ``FetchErrorCode/cancelledAfterLoadingPreview`` and keeps the preview in the rendered cache.
+    private func _queue_offerPreview(_ cached: CachedImageData, source: ImageLoadSource,
+                                     then next: @escaping @Sendable () -> Void) {
+        guard let decoded = try? _queue_decode(cached.data) else {
+            pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: identifier, source: source))
+            return next()
+        }
+        let preview = FetchResult(image: decoded.container, source: source, url: cached.url,
+                                  originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
+                                  identifier: identifier)
+        shared.withLock { $0.previewResult = preview }
+        metricsRecorder.hitPreview()
+        // A delegate that answers twice is heard once.
+        let answered = Mutex(false)
+        pipeline.configuration.delegateQueue.async { [self] in
+            guard let delegate else { return queue.async(execute: next) }
+            delegate.fetchOperation(self, didLoadPreviewImage: preview) { [self] decision in
+                let isFirstAnswer = answered.withLock { wasAnswered in
+                    defer { wasAnswered = true }
+                    return !wasAnswered
+                }
+                guard isFirstAnswer else { return }
+                queue.async { [self] in
+                    guard !_queue_abortIfNeeded() else { return }
+                    guard decision == .stopLoading else { return next() }
+                    _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions,
+                                         isPlaceholder: cached.isPlaceholder)
+                    _queue_fail(FetchError(.cancelledAfterLoadingPreview))
+                }
+            }
+        }
     }
 
     /// tip-behaviour b6: another live pipeline's disk entry with the same identifier *and* URL is copied into

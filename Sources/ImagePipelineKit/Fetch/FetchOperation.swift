@@ -31,6 +31,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         var progress = 0.0
         var receivedByteCount = 0
         var finalResult: FetchResult?
+        var previewResult: FetchResult?
         var error: FetchError?
         weak var weakDelegate: (any FetchDelegate)?
         var strongDelegate: (any FetchDelegate)?
@@ -81,6 +82,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// left off. 0 for an image that came from a cache.
     public var receivedByteCount: Int { shared.withLock { $0.receivedByteCount } }
     public var finalResult: FetchResult? { shared.withLock { $0.finalResult } }
+    /// The preview offered to the delegate (b8), if any: a cached image of the identifier from another URL.
+    public var previewResult: FetchResult? { shared.withLock { $0.previewResult } }
     public var error: FetchError? { shared.withLock { $0.error } }
     /// What the fetch did, source by source; `nil` until it finished (set before the final callback).
     public var metrics: FetchMetrics? { shared.withLock { $0.metrics } }

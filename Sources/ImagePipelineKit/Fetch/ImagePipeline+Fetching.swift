@@ -48,12 +48,17 @@ extension ImagePipeline {
         guard request.loadingSources.contains(.memoryCache), !identifier.isEmpty,
               let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center
         else { return false }
-        guard let hit = renderedCache.image(for: identifier, target: request.targetSizing), !hit.isDirty else {
+        guard let hit = renderedCache.image(for: identifier, target: request.targetSizing) else {
             configuration.recordRenderedMiss(of: self.identifier)
             return false
         }
         let result = FetchResult(image: hit.image, source: .memoryCache, url: request.url,
                                  originalDimensions: hit.sourceDimensions, isPlaceholder: false, identifier: identifier)
+        if hit.isDirty {
+            // A stale rendition: shown now as a preview, before the fetch even starts; the fetch then runs (b3).
+            operation.delegate?.fetchOperation(operation, didLoadDirtyPreviewImage: result)
+            return false
+        }
         operation.completeSynchronously(with: result)
         return true
     }
