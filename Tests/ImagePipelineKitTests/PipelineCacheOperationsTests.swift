@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import ImagePipelineKit
 
 @Suite("Pipeline cache operations (scenarios 47-51)")
@@ -43,14 +44,16 @@ struct PipelineCacheOperationsTests {
     }
 
     @Test("Scenario 49: a cleared disk cache's directory goes once the pipeline is released")
-    func clearDiskCache() throws {
+    func clearDiskCache() async throws {
         var p: ImagePipeline? = try pipeline()
         p?.diskCache?.storeComplete(image(100), identifier: "I")
         #expect(ImagePipeline.knownIdentifiers(cacheRoot: root) == [name])
         p?.clearDiskCache()
         #expect(p?.diskCache?.totalCount == 0)
         p = nil
-        #expect(ImagePipeline.knownIdentifiers(cacheRoot: root).isEmpty)
+        // The open's background sweep may hold the cache for the length of one batch: the release, and with it
+        // the directory's removal, can land on the sweep's thread a moment later.
+        #expect(try await eventually { ImagePipeline.knownIdentifiers(cacheRoot: root).isEmpty })
     }
 
     @Test("Scenario 50: copying a disk entry gives a readable temporary file, deleted afterwards; absent is ENOENT")

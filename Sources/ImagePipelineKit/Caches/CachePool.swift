@@ -23,9 +23,19 @@ struct CacheLimits: Sendable, Equatable {
 /// pipelines first (tip-behaviour b11), which is only atomic when every pipeline's list sits behind the same
 /// lock. A cache hit holds the lock for a dictionary lookup and a list touch, nothing else.
 final class CachePool<Entry: CacheCosting>: Sendable {
+    /// One pipeline's entries. A cache holds its `Owner` for its whole life, so a hit reaches its list without
+    /// hashing the pipeline's name; the list itself is only touched under the pool's lock.
+    final class Owner: @unchecked Sendable {
+        // @unchecked: `list` is read and written only inside `state.withLock`.
+        let name: String
+        fileprivate var list = LRUList<String, Entry>()
+
+        fileprivate init(name: String) { self.name = name }
+    }
+
     private struct State: ~Copyable {
         var limits: CacheLimits
-        var caches: [String: LRUList<String, Entry>] = [:]
+        var owners: [ObjectIdentifier: Owner] = [:]
         var totalBytes = 0
         var totalCount = 0
 
@@ -33,8 +43,8 @@ final class CachePool<Entry: CacheCosting>: Sendable {
             totalBytes > limits.maxBytes || (limits.maxCount > 0 && totalCount > limits.maxCount)
         }
 
-        mutating func removeTail(of owner: String) -> Entry? {
-            guard let (_, entry) = caches[owner]?.removeTail() else { return nil }
+        mutating func removeTail(of owner: Owner) -> Entry? {
+            guard let (_, entry) = owner.list.removeTail() else { return nil }
             totalBytes -= entry.cost
             totalCount -= 1
             return entry
@@ -42,11 +52,11 @@ final class CachePool<Entry: CacheCosting>: Sendable {
 
         /// tip-behaviour b11: one least-recently-used entry from every other owner per round, then the
         /// priority owner's own tail, until bytes and count are within the limits.
-        mutating func prune(priority: String?) -> [Entry] {
+        mutating func prune(priority: Owner?) -> [Entry] {
             var evicted: [Entry] = []
             while isOverLimits {
                 var tookFromOthers = false
-                for owner in caches.keys where owner != priority {
+                for owner in owners.values where owner !== priority {
                     if let entry = removeTail(of: owner) {
                         evicted.append(entry)
                         tookFromOthers = true
@@ -87,23 +97,36 @@ final class CachePool<Entry: CacheCosting>: Sendable {
     var totalBytes: Int { state.withLock { $0.totalBytes } }
     var totalCount: Int { state.withLock { $0.totalCount } }
 
+    /// A new, empty owner (one pipeline's cache of this kind). ``unregister(_:)`` gives its entries back.
+    func register(name: String) -> Owner {
+        let owner = Owner(name: name)
+        state.withLock { $0.owners[ObjectIdentifier(owner)] = owner }
+        return owner
+    }
+
+    /// Removes `owner` and its entries (a released pipeline gives back its totals).
+    func unregister(_ owner: Owner) {
+        removeAll(owner: owner)
+        state.withLock { _ = $0.owners.removeValue(forKey: ObjectIdentifier(owner)) }
+    }
+
     /// The entry for `key`, made most recently used when `touch` is true.
-    func entry(owner: String, key: String, touch: Bool = true) -> Entry? {
-        state.withLock { $0.caches[owner]?.value(for: key, touch: touch) }
+    func entry(owner: Owner, key: String, touch: Bool = true) -> Entry? {
+        state.withLock { _ in owner.list.value(for: key, touch: touch) }
     }
 
     /// Replaces the entry for `key` with what `body` makes of the current one (`nil` removes it), puts it at
     /// the head, and prunes with `owner` as the priority cache. An entry over the per-entry cap or a
     /// zero-byte limit is not stored. Returns what `body` decided and whether it was stored.
     @discardableResult
-    func update(owner: String, key: String, _ body: (Entry?) -> Entry?) -> (entry: Entry?, stored: Bool) {
+    func update(owner: Owner, key: String, _ body: (Entry?) -> Entry?) -> (entry: Entry?, stored: Bool) {
         var released: [Entry] = []
         defer { _ = released }   // deinit of evicted values (bitmaps) happens outside the lock
         return state.withLock { state in
-            let current = state.caches[owner]?.peek(key)
+            let current = owner.list.peek(key)
             let replacement = body(current)
             if let current {
-                state.caches[owner]!.remove(key)
+                owner.list.remove(key)
                 state.totalBytes -= current.cost
                 state.totalCount -= 1
                 released.append(current)
@@ -112,22 +135,22 @@ final class CachePool<Entry: CacheCosting>: Sendable {
             guard !capsEntries || replacement.cost <= state.limits.maxEntryBytes, state.limits.maxBytes > 0 else {
                 return (replacement, false)
             }
-            state.caches[owner, default: LRUList()].insertAtHead(key, replacement)
+            owner.list.insertAtHead(key, replacement)
             state.totalBytes += replacement.cost
             state.totalCount += 1
             released += state.prune(priority: owner)
-            let stillThere = state.caches[owner]?.peek(key) != nil
+            let stillThere = owner.list.peek(key) != nil
             return (replacement, stillThere)
         }
     }
 
     /// Runs `body` on the entry for `key` in place (its cost may change; totals follow) and, when `body`
     /// returns a value, makes the entry most recently used. `nil` when there is no entry or `body` says so.
-    func access<R: Sendable>(owner: String, key: String, _ body: @Sendable (inout Entry) -> R?) -> R? {
+    func access<R: Sendable>(owner: Owner, key: String, _ body: @Sendable (inout Entry) -> R?) -> R? {
         state.withLock { state in
             var delta = 0
-            // One hash of the owner and one of the key: this is the hit path of every synchronous lookup.
-            let result = state.caches[owner]?.access(key) { entry -> R? in
+            // One hash, of the key: this is the hit path of every synchronous lookup.
+            let result = owner.list.access(key) { entry -> R? in
                 let before = entry.cost
                 defer { delta = entry.cost - before }
                 return body(&entry)
@@ -138,10 +161,10 @@ final class CachePool<Entry: CacheCosting>: Sendable {
     }
 
     /// Changes an entry in place, keeping its position; its cost may change (totals follow).
-    func modify(owner: String, key: String, _ body: @Sendable (inout Entry) -> Void) {
+    func modify(owner: Owner, key: String, _ body: @Sendable (inout Entry) -> Void) {
         state.withLock { state in
             var delta = 0
-            state.caches[owner]?.update(key) { entry in
+            owner.list.update(key) { entry in
                 let before = entry.cost
                 body(&entry)
                 delta = entry.cost - before
@@ -151,12 +174,11 @@ final class CachePool<Entry: CacheCosting>: Sendable {
     }
 
     /// Changes every entry of `owner` in place (dirty marks, say).
-    func modifyAll(owner: String, _ body: @Sendable (inout Entry) -> Void) {
+    func modifyAll(owner: Owner, _ body: @Sendable (inout Entry) -> Void) {
         state.withLock { state in
-            guard let keys = state.caches[owner]?.keysFromHead else { return }
-            for key in keys {
+            for key in owner.list.keysFromHead {
                 var delta = 0
-                state.caches[owner]!.update(key) { entry in
+                owner.list.update(key) { entry in
                     let before = entry.cost
                     body(&entry)
                     delta = entry.cost - before
@@ -167,31 +189,32 @@ final class CachePool<Entry: CacheCosting>: Sendable {
     }
 
     @discardableResult
-    func remove(owner: String, key: String) -> Entry? {
+    func remove(owner: Owner, key: String) -> Entry? {
         state.withLock { state in
-            guard let entry = state.caches[owner]?.remove(key) else { return nil }
+            guard let entry = owner.list.remove(key) else { return nil }
             state.totalBytes -= entry.cost
             state.totalCount -= 1
             return entry
         }
     }
 
-    /// Removes every entry of `owner` (a cleared or released pipeline gives back its totals).
-    func removeAll(owner: String) {
-        let released = state.withLock { state -> LRUList<String, Entry>? in
-            guard let list = state.caches.removeValue(forKey: owner) else { return nil }
+    /// Removes every entry of `owner` (a cleared pipeline gives back its totals).
+    func removeAll(owner: Owner) {
+        let released = state.withLock { state -> LRUList<String, Entry> in
+            let list = owner.list
+            owner.list = LRUList()
             for entry in list.values { state.totalBytes -= entry.cost }
             state.totalCount -= list.count
             return list
         }
-        _ = released
+        _ = released   // deinit of the values (bitmaps) happens outside the lock
     }
 
     /// Removes `key` from every owner's cache.
     func removeEverywhere(key: String) {
         state.withLock { state in
-            for owner in Array(state.caches.keys) {
-                if let entry = state.caches[owner]?.remove(key) {
+            for owner in state.owners.values {
+                if let entry = owner.list.remove(key) {
                     state.totalBytes -= entry.cost
                     state.totalCount -= 1
                 }
@@ -200,30 +223,31 @@ final class CachePool<Entry: CacheCosting>: Sendable {
     }
 
     func removeAll() {
-        let released = state.withLock { state -> [String: LRUList<String, Entry>] in
+        let released = state.withLock { state -> [LRUList<String, Entry>] in
             defer {
-                state.caches = [:]
                 state.totalBytes = 0
                 state.totalCount = 0
             }
-            return state.caches
+            return state.owners.values.map { owner in
+                defer { owner.list = LRUList() }
+                return owner.list
+            }
         }
         _ = released
     }
 
     /// `owner`'s entries from most to least recently used.
-    func entries(owner: String) -> [(key: String, entry: Entry)] {
-        state.withLock { state in
-            guard let list = state.caches[owner] else { return [] }
-            return list.keysFromHead.map { ($0, list.peek($0)!) }
+    func entries(owner: Owner) -> [(key: String, entry: Entry)] {
+        state.withLock { _ in
+            owner.list.keysFromHead.map { ($0, owner.list.peek($0)!) }
         }
     }
 
-    /// Owners that hold at least one entry.
-    var owners: [String] { state.withLock { Array($0.caches.keys) } }
+    /// Names of the owners that hold at least one entry.
+    var owners: [String] { state.withLock { $0.owners.values.filter { !$0.list.isEmpty }.map(\.name) } }
 
     /// Bytes held by `owner`.
-    func bytes(owner: String) -> Int {
-        state.withLock { $0.caches[owner]?.values.reduce(0) { $0 + $1.cost } ?? 0 }
+    func bytes(owner: Owner) -> Int {
+        state.withLock { _ in owner.list.values.reduce(0) { $0 + $1.cost } }
     }
 }

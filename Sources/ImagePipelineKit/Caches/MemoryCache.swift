@@ -93,16 +93,16 @@ public struct CacheEntry: CacheCosting {
 /// the partial evicts the partial. TTLs are checked on read. Thread-safe; every pipeline's memory cache shares
 /// the global memory limits (``GlobalConfiguration``).
 public final class MemoryCache: Sendable {
-    let owner: String
+    private let owner: CachePool<CacheEntry>.Owner
     private let pool: CachePool<CacheEntry>
 
     init(owner: String, pool: CachePool<CacheEntry>) {
-        self.owner = owner
+        self.owner = pool.register(name: owner)
         self.pool = pool
     }
 
     deinit {
-        pool.removeAll(owner: owner)
+        pool.unregister(owner)
     }
 
     /// The unexpired parts of the entry for `identifier`; expired parts are dropped, and the access

@@ -25,14 +25,43 @@ public struct RenderedImage: Sendable {
 }
 
 /// Up to three renditions of one identifier, most recent first (tip-behaviour b4).
+///
+/// The most recent one is stored inline: a hit on it, the usual case, reads no array buffer (on a cache of
+/// thousands of identifiers that is a cache miss saved on every lookup).
 struct RenderedCollection: CacheCosting {
     static let maximumRenditions = 3
-    var renditions: [RenderedImage] = [] {
-        didSet { cost = renditions.reduce(0) { $0 + $1.image.sizeInMemory } }
-    }
+    private(set) var front: RenderedImage?
+    private var others: [RenderedImage] = []
     /// Kept up to date on every change: the pool reads it before and after each hit, and summing
     /// `sizeInMemory` there cost more than the lookup itself.
     private(set) var cost = 0
+
+    /// Every rendition, most recent first.
+    var renditions: [RenderedImage] {
+        get { front.map { [$0] + others } ?? [] }
+        set {
+            front = newValue.first
+            others = Array(newValue.dropFirst())
+            cost = newValue.reduce(0) { $0 + $1.image.sizeInMemory }
+        }
+    }
+
+    /// The first rendition matching `predicate`, made the most recent.
+    mutating func takeFirst(where predicate: (RenderedImage) -> Bool) -> RenderedImage? {
+        guard let front else { return nil }
+        if predicate(front) { return front }
+        guard let index = others.firstIndex(where: predicate) else { return nil }
+        let match = others.remove(at: index)
+        others.insert(front, at: 0)
+        self.front = match
+        return match
+    }
+
+    /// Marks every rendition stale.
+    mutating func markDirty() {
+        front?.isDirty = true
+        for index in others.indices { others[index].isDirty = true }
+    }
 }
 
 /// The synchronous cache of decoded, scaled images of one pipeline (TIP's rendered cache, b4).
@@ -43,16 +72,16 @@ struct RenderedCollection: CacheCosting {
 /// identifier to the front. Placeholders are never stored. Every pipeline's rendered cache shares the
 /// global rendered limits (``GlobalConfiguration``), cost = ``ImageContainer/sizeInMemory``.
 public final class RenderedCache: Sendable {
-    let owner: String
+    private let owner: CachePool<RenderedCollection>.Owner
     private let pool: CachePool<RenderedCollection>
 
     init(owner: String, pool: CachePool<RenderedCollection>) {
-        self.owner = owner
+        self.owner = pool.register(name: owner)
         self.pool = pool
     }
 
     deinit {
-        pool.removeAll(owner: owner)
+        pool.unregister(owner)
     }
 
     /// The rendition of `identifier` that already is what `target` asks for, made of the same transformer.
@@ -62,12 +91,7 @@ public final class RenderedCache: Sendable {
     public func image(for identifier: String, target: TargetSizing, transformerIdentifier: String? = nil) -> RenderedImage? {
         guard let dimensions = target.dimensions, !dimensions.isEmpty, target.contentMode != .center else { return nil }
         return pool.access(owner: owner, key: identifier) { (collection: inout RenderedCollection) -> RenderedImage? in
-            guard let index = collection.renditions.firstIndex(where: {
-                $0.transformerIdentifier == transformerIdentifier && target.isSatisfied(by: $0.dimensions)
-            }) else { return nil }
-            // Usually the front one already: then the collection is not touched at all.
-            if index != 0 { collection.renditions.insert(collection.renditions.remove(at: index), at: 0) }
-            return collection.renditions[0]
+            collection.takeFirst { $0.transformerIdentifier == transformerIdentifier && target.isSatisfied(by: $0.dimensions) }
         }
     }
 
@@ -80,30 +104,27 @@ public final class RenderedCache: Sendable {
         guard !isPlaceholder, !rendition.image.dimensions.isEmpty,
               rendition.image.sizeInMemory <= pool.limits.maxEntryBytes else { return }
         pool.update(owner: owner, key: identifier) { current in
-            var collection = current ?? RenderedCollection()
-            if let index = collection.renditions.firstIndex(where: {
+            var renditions = current?.renditions ?? []
+            if let index = renditions.firstIndex(where: {
                 $0.dimensions == rendition.dimensions && $0.transformerIdentifier == rendition.transformerIdentifier
             }) {
-                let existing = collection.renditions[index]
+                let existing = renditions[index]
                 if !existing.isDirty, existing.sourceDimensions.width >= rendition.sourceDimensions.width,
                    existing.sourceDimensions.height >= rendition.sourceDimensions.height {
-                    return collection
+                    return current
                 }
-                collection.renditions.remove(at: index)
+                renditions.remove(at: index)
             }
-            collection.renditions.insert(rendition, at: 0)
-            if collection.renditions.count > RenderedCollection.maximumRenditions {
-                collection.renditions.removeLast(collection.renditions.count - RenderedCollection.maximumRenditions)
-            }
+            renditions.insert(rendition, at: 0)
+            var collection = RenderedCollection()
+            collection.renditions = Array(renditions.prefix(RenderedCollection.maximumRenditions))
             return collection
         }
     }
 
     /// Marks every rendition of `identifier` dirty: later lookups return them flagged, for a preview only.
     public func markDirty(identifier: String) {
-        pool.modify(owner: owner, key: identifier) { collection in
-            for index in collection.renditions.indices { collection.renditions[index].isDirty = true }
-        }
+        pool.modify(owner: owner, key: identifier) { collection in collection.markDirty() }
     }
 
     /// Forgets every rendition of `identifier`.
