@@ -18,7 +18,9 @@ struct FetchCommand: AsyncParsableCommand {
             networkResumed). With --json, prints one object per URL: {url, identifier, source \
             (memory|disk|additional|network|networkResumed|null), state, width, height, originalWidth, \
             originalHeight, bytes (received from the network by this fetch, a resumed part included), \
-            resumed, durationMs, error, errorCode}. Exits 0 when every fetch succeeded, 1 otherwise.
+            resumed, progressiveScans, preview (null or {source, url, width, height}), durationMs, error, \
+            errorCode}. A preview is the identifier's image cached from another URL; --preview stop ends the \
+            fetch there (state failed, errorCode -2). Exits 0 when every fetch succeeded, 1 otherwise.
             """
     )
 
@@ -49,6 +51,12 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Flag(help: "Treat the images as placeholders: they never replace real ones and skip the rendered cache.")
     var placeholder = false
+
+    @Option(help: "After a preview (the identifier cached from another URL): continue to the URL, or stop there.")
+    var preview: PreviewChoice = .continue
+
+    @Flag(help: "Show the scans of progressive JPEGs as they arrive (counted in progressiveScans).")
+    var progressive = false
 
     @Option(help: "The downloader: urlsession (Foundation) or httpclient (AsyncHTTPClient).")
     var network: DownloaderChoice = .httpclient
@@ -93,8 +101,10 @@ struct FetchCommand: AsyncParsableCommand {
         }
         let reports = await withTaskGroup(of: (Int, FetchReport).self) { group in
             for (index, request) in requests.enumerated() {
-                group.addTask { [cancelAfterBytes] in
-                    (index, await Self.fetch(request, through: pipeline, cancelAfterBytes: cancelAfterBytes))
+                group.addTask { [cancelAfterBytes, preview, progressive] in
+                    (index, await Self.fetch(request, through: pipeline, cancelAfterBytes: cancelAfterBytes,
+                                             preview: preview == .stop ? .stopLoading : .continueLoading,
+                                             progressive: progressive))
                 }
             }
             var reports = [FetchReport?](repeating: nil, count: requests.count)
@@ -107,12 +117,13 @@ struct FetchCommand: AsyncParsableCommand {
     }
 
     /// One fetch through the events API; leaving the loop early (after `cancelAfterBytes`) cancels it.
-    private static func fetch(_ request: GenericFetchRequest, through pipeline: ImagePipeline,
-                              cancelAfterBytes: Int?) async -> FetchReport {
+    private static func fetch(_ request: GenericFetchRequest, through pipeline: ImagePipeline, cancelAfterBytes: Int?,
+                              preview: PreviewDecision, progressive: Bool) async -> FetchReport {
         let started = ContinuousClock.now
-        let events = pipeline.events(for: request)
+        let events = pipeline.events(for: request, previewDecision: preview, loadsProgressively: progressive)
         var result: FetchResult?
         var failure: FetchError?
+        var scans = 0
         do {
             for try await event in events {
                 switch event {
@@ -122,7 +133,9 @@ struct FetchCommand: AsyncParsableCommand {
                     if let cancelAfterBytes, events.operation.receivedByteCount >= cancelAfterBytes {
                         events.operation.cancel()
                     }
-                case .started, .willAttemptToLoad:
+                case .progressiveImage:
+                    scans += 1
+                case .started, .willAttemptToLoad, .preview, .firstAnimatedFrame:
                     break
                 }
             }
@@ -132,8 +145,13 @@ struct FetchCommand: AsyncParsableCommand {
             failure = FetchError(.unknown, underlying: error)
         }
         return FetchReport(request: request, operation: events.operation, result: result, error: failure,
-                           duration: ContinuousClock.now - started)
+                           progressiveScans: scans, duration: ContinuousClock.now - started)
     }
+}
+
+/// `--preview continue|stop`.
+enum PreviewChoice: String, ExpressibleByArgument, CaseIterable {
+    case `continue`, stop
 }
 
 /// The downloaders `--network` chooses from.
@@ -172,6 +190,7 @@ struct FetchReport {
     let operation: FetchOperation
     let result: FetchResult?
     let error: FetchError?
+    let progressiveScans: Int
     let duration: Duration
 
     static func sourceName(_ source: ImageLoadSource) -> String {
@@ -207,7 +226,14 @@ struct FetchReport {
             "bytes": operation.receivedByteCount, "resumed": result?.source == .networkResumed,
             "durationMs": (duration.milliseconds * 1000).rounded() / 1000,
             "error": error.map { "\($0)" } ?? NSNull(), "errorCode": error.map { $0.code.rawValue } ?? NSNull(),
+            "progressiveScans": progressiveScans,
         ]
+        if let preview = operation.previewResult {
+            object["preview"] = ["source": Self.sourceName(preview.source), "url": preview.url.absoluteString,
+                                 "width": preview.image.dimensions.width, "height": preview.image.dimensions.height]
+        } else {
+            object["preview"] = NSNull()
+        }
         for (key, value) in [("width", result?.image.dimensions.width), ("height", result?.image.dimensions.height),
                              ("originalWidth", result?.originalDimensions.width),
                              ("originalHeight", result?.originalDimensions.height)] {

@@ -38,6 +38,29 @@ struct AsyncFetchTests {
         }
     }
 
+    @Test("events(for:) carries the preview and the progressive scans; stopping at the preview throws -2")
+    func previewAndScans() async throws {
+        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+            let progressive = try Data(contentsOf: ProgressiveTests.images.appendingPathComponent("skimage-astronaut-progressive.jpg"))
+            h.server.setAsset(progressive, at: "/p.jpg", contentType: "image/jpeg")
+            h.server.setShaping(OriginShaping(bytesPerSecond: 25_000), for: "/p.jpg")
+            _ = try await h.pipeline.image(for: h.request())   // I via /a.jpg: the preview for /p.jpg
+            var kinds: [String] = []
+            for try await event in h.pipeline.events(for: h.request("/p.jpg")) {
+                switch event {
+                case .preview(let preview): kinds.append("preview:\(preview.url.path)")
+                case .progressiveImage: if kinds.last != "scan" { kinds.append("scan") }
+                case .finished(let result): kinds.append("final:\(result.source)")
+                default: break
+                }
+            }
+            #expect(kinds == ["preview:/a.jpg", "scan", "final:network"])
+            await #expect(throws: FetchError.self) {
+                for try await _ in h.pipeline.events(for: h.request("/p.jpg", identifier: "I"), previewDecision: .stopLoading) {}
+            }
+        }
+    }
+
     @Test("A missing image throws the fetch's error from both APIs", arguments: CoordinatorDownloader.allCases)
     func errors(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in

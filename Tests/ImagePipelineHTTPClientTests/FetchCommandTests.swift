@@ -54,6 +54,23 @@ struct FetchCommandTests {
         try await server.shutdown()
     }
 
+    @Test("--progressive counts the scans of a progressive JPEG; without it there are none")
+    func progressiveScans() async throws {
+        let server = try await ImageOriginServer.start(port: 0)
+        let image = try Data(contentsOf: ProgressiveTests.images.appendingPathComponent("skimage-astronaut-progressive.jpg"))
+        server.setAsset(image, at: "/p.jpg", contentType: "image/jpeg")
+        server.setShaping(OriginShaping(bytesPerSecond: 30_000))
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-cli-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let url = server.url(for: "/p.jpg").absoluteString
+        let scanned = try await SampleCLIBinary.run(["fetch", url, "--cache-dir", cache, "--progressive", "--json",
+                                                      "--sources", "network"])
+        #expect((scanned.jsonLines.first?["progressiveScans"] as? Int ?? 0) > 0, "\(scanned.stdout) \(scanned.stderr)")
+        let plain = try await SampleCLIBinary.run(["fetch", url, "--cache-dir", cache, "--json", "--sources", "network"])
+        #expect(plain.jsonLines.first?["progressiveScans"] as? Int == 0 && plain.jsonLines.first?["preview"] is NSNull)
+        try await server.shutdown()
+    }
+
     @Test("A bad URL list and a missing image: exit 1 with a typed error per URL, the good one still fetched")
     func failures() async throws {
         let server = try await ImageOriginServer.start(port: 0)

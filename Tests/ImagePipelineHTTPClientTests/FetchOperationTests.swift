@@ -16,15 +16,34 @@ final class RecordingFetchDelegate: FetchDelegate, Sendable {
         case failure(FetchErrorCode)
         case preview(ImageLoadSource)
         case dirtyPreview
+        case progressiveScan
+        case firstAnimatedFrame
     }
 
     /// How previews are answered.
     let previewDecision: PreviewDecision
+    /// The answer to "load progressively?".
+    let loadsProgressively: Bool
     private let previewList = Mutex<[FetchResult]>([])
+    private let incrementalList = Mutex<[(result: FetchResult, progress: Double)]>([])
 
-    init(previewDecision: PreviewDecision = .continueLoading) {
+    init(previewDecision: PreviewDecision = .continueLoading, loadsProgressively: Bool = false) {
         self.previewDecision = previewDecision
+        self.loadsProgressively = loadsProgressively
     }
+
+    func fetchOperation(_ operation: FetchOperation, shouldLoadProgressivelyWithIdentifier identifier: String, url: URL,
+                        imageType: ImageType, originalDimensions: PixelSize) -> Bool { loadsProgressively }
+    func fetchOperation(_ operation: FetchOperation, didUpdateProgressiveImage result: FetchResult, progress: Double) {
+        incrementalList.withLock { $0.append((result, progress)) }
+        record(.progressiveScan)
+    }
+    func fetchOperation(_ operation: FetchOperation, didLoadFirstAnimatedImageFrame result: FetchResult, progress: Double) {
+        incrementalList.withLock { $0.append((result, progress)) }
+        record(.firstAnimatedFrame)
+    }
+    /// Progressive scans and first frames delivered, with their progress.
+    var incrementalImages: [(result: FetchResult, progress: Double)] { incrementalList.withLock { $0 } }
 
     private let state = Mutex<(events: [Event], result: Result<FetchResult, FetchError>?, finishedBeforeFinal: Bool,
                                waiters: [CheckedContinuation<Void, Never>])>(([], nil, false, []))

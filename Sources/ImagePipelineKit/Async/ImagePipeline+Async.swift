@@ -10,6 +10,13 @@ public enum FetchEvent: Sendable {
     case willAttemptToLoad(from: ImageLoadSource)
     /// Download progress, 0 ... 1.
     case progress(Double)
+    /// A cached image of the identifier from another URL (b8); the fetch then goes on or stops as
+    /// `events(for:previewDecision:loadsProgressively:)` was told.
+    case preview(FetchResult)
+    /// A scan of a progressive image while it downloads.
+    case progressiveImage(FetchResult, progress: Double)
+    /// The first frame of an animated image while the rest downloads.
+    case firstAnimatedFrame(FetchResult, progress: Double)
     /// The final image; the sequence ends after it.
     case finished(FetchResult)
 }
@@ -84,9 +91,14 @@ extension ImagePipeline {
     /// The fetch starts at once, whether or not anyone iterates yet; events wait, in order, to be read. The
     /// sequence ends after ``FetchEvent/finished(_:)`` or throws the fetch's ``FetchError``. Ending the
     /// iteration early, or cancelling its task, cancels the fetch.
-    public func events(for request: any FetchRequest, context: (any Sendable)? = nil) -> FetchEvents {
+    /// - Parameters:
+    ///   - previewDecision: what the fetch does after a ``FetchEvent/preview(_:)``: go on (the default) or stop
+    ///     with ``FetchErrorCode/cancelledAfterLoadingPreview``.
+    ///   - loadsProgressively: whether to show scans of progressive images (as the request's policies allow).
+    public func events(for request: any FetchRequest, context: (any Sendable)? = nil,
+                       previewDecision: PreviewDecision = .continueLoading, loadsProgressively: Bool = true) -> FetchEvents {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: FetchEvent.self, throwing: (any Error).self)
-        let relay = FetchEventRelay(continuation)
+        let relay = FetchEventRelay(continuation, previewDecision: previewDecision, loadsProgressively: loadsProgressively)
         let operation = FetchOperation(request: request, pipeline: self, context: context, delegate: relay,
                                        holdsDelegateStrongly: true)
         continuation.onTermination = { termination in
@@ -101,9 +113,33 @@ extension ImagePipeline {
 /// stream ends once the operation reports finished, after the final callback.
 final class FetchEventRelay: FetchDelegate {
     private let continuation: AsyncThrowingStream<FetchEvent, any Error>.Continuation
+    private let previewDecision: PreviewDecision
+    private let loadsProgressively: Bool
 
-    init(_ continuation: AsyncThrowingStream<FetchEvent, any Error>.Continuation) {
+    init(_ continuation: AsyncThrowingStream<FetchEvent, any Error>.Continuation, previewDecision: PreviewDecision,
+         loadsProgressively: Bool) {
         self.continuation = continuation
+        self.previewDecision = previewDecision
+        self.loadsProgressively = loadsProgressively
+    }
+
+    func fetchOperation(_ operation: FetchOperation, didLoadPreviewImage result: FetchResult,
+                        completion: @escaping @Sendable (PreviewDecision) -> Void) {
+        continuation.yield(.preview(result))
+        completion(previewDecision)
+    }
+
+    func fetchOperation(_ operation: FetchOperation, shouldLoadProgressivelyWithIdentifier identifier: String, url: URL,
+                        imageType: ImageType, originalDimensions: PixelSize) -> Bool {
+        loadsProgressively
+    }
+
+    func fetchOperation(_ operation: FetchOperation, didUpdateProgressiveImage result: FetchResult, progress: Double) {
+        continuation.yield(.progressiveImage(result, progress: progress))
+    }
+
+    func fetchOperation(_ operation: FetchOperation, didLoadFirstAnimatedImageFrame result: FetchResult, progress: Double) {
+        continuation.yield(.firstAnimatedFrame(result, progress: progress))
     }
 
     func fetchOperationDidStart(_ operation: FetchOperation) {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Hears one fetch (TIP's `TIPImageFetchDelegate`, a4). Every method has an empty default.
 ///
 /// Called on ``GlobalConfiguration/delegateQueue`` (the main queue unless changed), in TIP's order:
@@ -17,6 +19,15 @@ public protocol FetchDelegate: AnyObject, Sendable {
     /// end the fetch with ``FetchErrorCode/cancelledAfterLoadingPreview``. The default continues.
     func fetchOperation(_ operation: FetchOperation, didLoadPreviewImage result: FetchResult,
                         completion: @escaping @Sendable (PreviewDecision) -> Void)
+    /// Whether to show the scans of a progressive image as they arrive (b13). Asked once per fetch, after the
+    /// headers of a progressive image came in and when a policy exists for its type. Called **synchronously on
+    /// the fetch's queue**, not the delegate queue: answer from what you hold. The default says no.
+    func fetchOperation(_ operation: FetchOperation, shouldLoadProgressivelyWithIdentifier identifier: String, url: URL,
+                        imageType: ImageType, originalDimensions: PixelSize) -> Bool
+    /// A scan of a progressive image, at the request's target, as the policy allowed.
+    func fetchOperation(_ operation: FetchOperation, didUpdateProgressiveImage result: FetchResult, progress: Double)
+    /// The first frame of an animated image, once, while the rest downloads.
+    func fetchOperation(_ operation: FetchOperation, didLoadFirstAnimatedImageFrame result: FetchResult, progress: Double)
     /// Download progress, 0 ... 0.999 (never 1: the final callback says that).
     func fetchOperation(_ operation: FetchOperation, didUpdateProgress progress: Double)
     func fetchOperation(_ operation: FetchOperation, didLoadFinalImage result: FetchResult)
@@ -27,6 +38,12 @@ extension FetchDelegate {
     public func fetchOperationDidStart(_ operation: FetchOperation) {}
     public func fetchOperation(_ operation: FetchOperation, willAttemptToLoadFrom source: ImageLoadSource) {}
     public func fetchOperation(_ operation: FetchOperation, didLoadDirtyPreviewImage result: FetchResult) {}
+    public func fetchOperation(_ operation: FetchOperation, shouldLoadProgressivelyWithIdentifier identifier: String,
+                               url: URL, imageType: ImageType, originalDimensions: PixelSize) -> Bool { false }
+    public func fetchOperation(_ operation: FetchOperation, didUpdateProgressiveImage result: FetchResult,
+                               progress: Double) {}
+    public func fetchOperation(_ operation: FetchOperation, didLoadFirstAnimatedImageFrame result: FetchResult,
+                               progress: Double) {}
     public func fetchOperation(_ operation: FetchOperation, didLoadPreviewImage result: FetchResult,
                                completion: @escaping @Sendable (PreviewDecision) -> Void) {
         completion(.continueLoading)

@@ -91,6 +91,13 @@ struct FetchMetricsRecorder {
         sources[sources.count - 1].result = max(sources[sources.count - 1].result, .hitPreview)
     }
 
+    /// The open source gave a progressive scan or an animation's first frame.
+    mutating func hitProgressFrame() {
+        guard openedAt != nil, !sources.isEmpty else { return }
+        firstImageAt = firstImageAt ?? .now
+        sources[sources.count - 1].result = max(sources[sources.count - 1].result, .hitProgressFrame)
+    }
+
     /// The open source gave the final image.
     mutating func hitFinal() {
         firstImageAt = firstImageAt ?? .now

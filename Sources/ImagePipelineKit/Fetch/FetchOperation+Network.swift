@@ -35,6 +35,7 @@ extension FetchOperation {
         if resumablePartial != nil, resumedByteCount == 0 {
             // The server sent the whole image again: the partial is gone (TIP's "did reset from partial").
             resumablePartial = nil
+            incremental = IncrementalImageState()
             metricsRecorder.rekeyOpenSource(as: .network)
             guard sources.contains(.network) else {
                 shared.withLock { $0.attachment }?.cancel()
@@ -45,7 +46,7 @@ extension FetchOperation {
         }
     }
 
-    func _queue_networkDidAppend(totalByteCount: Int, expectedByteCount: Int?) {
+    func _queue_networkDidAppend(_ chunk: Data, totalByteCount: Int, expectedByteCount: Int?) {
         guard !state.isFinished else { return }
         if isDelegateGone {
             // The delegate is gone (TIP: the operation is cancelled when its delegate deallocates): leave the
@@ -53,8 +54,9 @@ extension FetchOperation {
             return cancel()
         }
         shared.withLock { $0.receivedByteCount = totalByteCount }
-        guard let expected = expectedByteCount, expected > 0 else { return }
-        _queue_setProgress(min(Double(totalByteCount) / Double(expected), 0.999))
+        let progress = expectedByteCount.map { min(Double(totalByteCount) / Double(max($0, 1)), 0.999) }
+        if let progress { _queue_setProgress(progress) }
+        _queue_showIncrementally(chunk, totalByteCount: totalByteCount, progress: progress ?? 0)
     }
 
     func _queue_networkDidFinish(_ outcome: NetworkLoadOutcome) {
@@ -143,7 +145,7 @@ final class FetchNetworkClient: NetworkLoadClient {
     func networkLoad(_ load: NetworkLoadAttachment, didAppend chunk: Data, totalByteCount: Int) {
         let expected = self.expected.withLock { $0 }
         operation.queue.async { [operation] in
-            operation._queue_networkDidAppend(totalByteCount: totalByteCount, expectedByteCount: expected)
+            operation._queue_networkDidAppend(chunk, totalByteCount: totalByteCount, expectedByteCount: expected)
         }
     }
 

@@ -32,6 +32,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         var receivedByteCount = 0
         var finalResult: FetchResult?
         var previewResult: FetchResult?
+        var progressiveResult: FetchResult?
+        var progressiveFrameCount = 0
         var error: FetchError?
         weak var weakDelegate: (any FetchDelegate)?
         var strongDelegate: (any FetchDelegate)?
@@ -58,6 +60,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     var resumablePartial: PartialImageData?
     /// The sources tried so far, for ``metrics``. On `queue`.
     var metricsRecorder = FetchMetricsRecorder()
+    /// Scans and first frames shown while downloading (b13). On `queue`.
+    var incremental = IncrementalImageState()
 
     init(request: any FetchRequest, pipeline: ImagePipeline, context: (any Sendable)?, delegate: (any FetchDelegate)?,
          holdsDelegateStrongly: Bool) {
@@ -82,6 +86,10 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// left off. 0 for an image that came from a cache.
     public var receivedByteCount: Int { shared.withLock { $0.receivedByteCount } }
     public var finalResult: FetchResult? { shared.withLock { $0.finalResult } }
+    /// The last progressive scan (or animated first frame) delivered, if any (b13).
+    public var progressiveResult: FetchResult? { shared.withLock { $0.progressiveResult } }
+    /// Progressive scans delivered to the delegate so far.
+    public var progressiveFrameCount: Int { shared.withLock { $0.progressiveFrameCount } }
     /// The preview offered to the delegate (b8), if any: a cached image of the identifier from another URL.
     public var previewResult: FetchResult? { shared.withLock { $0.previewResult } }
     public var error: FetchError? { shared.withLock { $0.error } }

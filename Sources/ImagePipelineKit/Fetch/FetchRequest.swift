@@ -59,6 +59,10 @@ public protocol FetchRequest: Sendable {
     var hydrationKey: String? { get }
     /// Decoding limits and options.
     var decoderConfiguration: DecoderConfiguration { get }
+    /// When to show scans of a progressive image, per type; `nil` uses ``ProgressiveLoadingDefaults/policies``.
+    /// Scans are shown only when the delegate also agrees, in
+    /// ``FetchDelegate/fetchOperation(_:shouldLoadProgressivelyWithIdentifier:url:imageType:originalDimensions:)``.
+    var progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]? { get }
 }
 
 extension FetchRequest {
@@ -71,6 +75,7 @@ extension FetchRequest {
     public var authorization: NetworkLoadRequest.Authorization? { nil }
     public var hydrationKey: String? { nil }
     public var decoderConfiguration: DecoderConfiguration { .default }
+    public var progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]? { nil }
 
     /// The identifier the caches use: ``identifier``, else the URL's absolute string.
     public var resolvedIdentifier: String { identifier ?? url.absoluteString }
@@ -95,13 +100,16 @@ public struct GenericFetchRequest: FetchRequest {
     public var authorization: NetworkLoadRequest.Authorization?
     public var hydrationKey: String?
     public var decoderConfiguration: DecoderConfiguration
+    public var progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]?
 
     public init(
         url: URL, identifier: String? = nil, targetSizing: TargetSizing = .original,
         timeToLive: TimeInterval = 30 * 24 * 3600, options: FetchOptions = [], loadingSources: LoadingSources = .all,
         hydration: NetworkLoadRequest.Hydration? = nil, authorization: NetworkLoadRequest.Authorization? = nil,
-        hydrationKey: String? = nil, decoderConfiguration: DecoderConfiguration = .default
+        hydrationKey: String? = nil, decoderConfiguration: DecoderConfiguration = .default,
+        progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]? = nil
     ) {
+        self.progressiveLoadingPolicies = progressiveLoadingPolicies
         self.url = url
         self.identifier = identifier
         self.targetSizing = targetSizing

@@ -1,0 +1,143 @@
+import Foundation
+
+/// What a fetch shows of an image while it downloads (b13): a decoding session fed the same bytes, progressive
+/// scans as the policy and the delegate allow, the first frame of an animation. Touched on the fetch's queue.
+struct IncrementalImageState {
+    enum Phase {
+        /// Too few bytes yet to tell the format.
+        case detecting
+        case decoding(any ImageDecodingSession, ImageType)
+        /// Nothing (more) to show: not a progressive or animated image, nobody wants it, or the bytes did not
+        /// decode (the final decode reports that).
+        case done
+    }
+
+    var phase = Phase.detecting
+    /// Bytes of the image the session has been given, from the start of the file.
+    var fedByteCount = 0
+    /// Bytes held back until the format is known.
+    var pending = Data()
+    /// Set once the headers were read and the delegate asked.
+    var decided = false
+    var policy: (any ProgressiveLoadingPolicy)?
+    var wantsFirstFrame = false
+    var scanCount = 0
+    var renderCount = 0
+
+    /// Bytes looked at before giving up on telling the format.
+    static let detectionLimit = 64
+}
+
+extension FetchOperation {
+    /// Feeds the bytes `[totalByteCount - chunk.count, totalByteCount)` of the image to the incremental session,
+    /// and shows what the policy allows. Bytes before the chunk that the session has not seen (a resumed
+    /// download) come from the partial being resumed.
+    func _queue_showIncrementally(_ chunk: Data, totalByteCount: Int, progress: Double) {
+        if case .done = incremental.phase { return }
+        guard delegate != nil else { return incremental.phase = .done }
+        let chunkStart = totalByteCount - chunk.count
+        var bytes = Data()
+        if incremental.fedByteCount + incremental.pending.count < chunkStart {
+            let have = incremental.fedByteCount + incremental.pending.count
+            guard let partial = resumablePartial, partial.data.count >= chunkStart else { return incremental.phase = .done }
+            bytes = partial.data.subdata(in: have..<chunkStart)
+        }
+        let overlap = max(0, incremental.fedByteCount + incremental.pending.count - chunkStart)
+        if overlap < chunk.count { bytes.append(chunk.dropFirst(overlap)) }
+        guard !bytes.isEmpty else { return }
+
+        switch incremental.phase {
+        case .done:
+            return
+        case .detecting:
+            incremental.pending.append(bytes)
+            guard let type = CodecCatalogue.shared.detectType(of: incremental.pending, isComplete: false) else {
+                if incremental.pending.count > IncrementalImageState.detectionLimit { incremental.phase = .done }
+                return
+            }
+            guard let codec = CodecCatalogue.shared.codec(for: type),
+                  codec.decoder.supportsProgressiveDecoding || codec.supportsAnimation else {
+                return incremental.phase = .done
+            }
+            let session = codec.decoder.makeSession(configuration: request.decoderConfiguration, expectedByteCount: nil)
+            incremental.phase = .decoding(session, type)
+            let held = incremental.pending
+            incremental.pending = Data()
+            _queue_append(held, to: session, type: type, progress: progress)
+        case .decoding(let session, let type):
+            _queue_append(bytes, to: session, type: type, progress: progress)
+        }
+    }
+
+    private func _queue_append(_ bytes: Data, to session: any ImageDecodingSession, type: ImageType, progress: Double) {
+        let step: DecoderProgress
+        do {
+            step = try session.append(bytes)
+            incremental.fedByteCount += bytes.count
+        } catch {
+            return incremental.phase = .done
+        }
+        guard let properties = session.properties else { return }
+        if !incremental.decided {
+            incremental.decided = true
+            _queue_decideIncremental(properties: properties, type: type)
+            if incremental.policy == nil, !incremental.wantsFirstFrame { return incremental.phase = .done }
+        }
+        if incremental.wantsFirstFrame {
+            return _queue_showFirstFrameIfLoaded(session, properties: properties, progress: progress)
+        }
+        guard let policy = incremental.policy else { return }
+        if step >= .didLoadFrame { incremental.scanCount += 1 }
+        let behavior = policy.behavior(
+            frameProgress: step >= .didLoadFrame ? .fullFrame : .partialFrame, frameCount: incremental.scanCount,
+            progress: progress, type: type, dimensions: properties.dimensions, renderCount: incremental.renderCount)
+        let mode: RenderMode
+        switch behavior {
+        case .none: return
+        case .updateWithAnyProgress: mode = .anyProgress
+        case .updateWithFullFrameProgress: mode = .fullFrameProgress
+        }
+        guard let image = try? session.render(mode, target: request.targetSizing) else { return }
+        incremental.renderCount += 1
+        let scan = _queue_incrementalResult(image, properties: properties)
+        shared.withLock {
+            $0.progressiveResult = scan
+            $0.progressiveFrameCount += 1
+        }
+        metricsRecorder.hitProgressFrame()
+        _queue_tellDelegate { $0.fetchOperation(self, didUpdateProgressiveImage: scan, progress: progress) }
+    }
+
+    /// Once per fetch, with the headers in: animated images get their first frame shown; progressive ones their
+    /// scans, when a policy exists for the type and the delegate agrees (asked here, on this queue, as TIP does).
+    private func _queue_decideIncremental(properties: ImageProperties, type: ImageType) {
+        if CodecCatalogue.shared.codec(for: type)?.supportsAnimation == true, properties.isAnimated || !properties.isProgressive {
+            // Whether a GIF or WebP animates shows only with its second frame: keep decoding until then.
+            incremental.wantsFirstFrame = true
+            return
+        }
+        guard properties.isProgressive, let policy = (request.progressiveLoadingPolicies ?? ProgressiveLoadingDefaults.policies)[type],
+              let delegate,
+              delegate.fetchOperation(self, shouldLoadProgressivelyWithIdentifier: identifier, url: request.url,
+                                      imageType: type, originalDimensions: properties.dimensions)
+        else { return }
+        incremental.policy = policy
+    }
+
+    private func _queue_showFirstFrameIfLoaded(_ session: any ImageDecodingSession, properties: ImageProperties, progress: Double) {
+        guard properties.isAnimated, properties.frameCount >= 2 else { return }
+        incremental.phase = .done
+        guard let rendered = try? session.render(.fullFrameProgress, target: request.targetSizing),
+              let first = rendered.frames.first else { return }
+        let frame = _queue_incrementalResult(ImageContainer(bitmap: first.bitmap), properties: properties)
+        shared.withLock { $0.progressiveResult = frame }
+        metricsRecorder.hitProgressFrame()
+        _queue_tellDelegate { $0.fetchOperation(self, didLoadFirstAnimatedImageFrame: frame, progress: progress) }
+    }
+
+    private func _queue_incrementalResult(_ image: ImageContainer, properties: ImageProperties) -> FetchResult {
+        FetchResult(image: image, source: resumablePartial != nil ? .networkResumed : .network, url: request.url,
+                    originalDimensions: properties.dimensions, isPlaceholder: request.options.contains(.treatAsPlaceholder),
+                    identifier: identifier)
+    }
+}

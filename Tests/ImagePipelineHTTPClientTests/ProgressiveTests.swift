@@ -1,0 +1,88 @@
+import Foundation
+import ImageOriginServer
+import ImagePipelineKit
+import Testing
+import TestSupport
+
+/// b13 and scenario 58 over the loopback origin: the bundled progressive JPEG, a baseline JPEG and an animated
+/// GIF, each shaped slow enough that scans and frames arrive well before the end.
+@Suite("Progressive scans and animated first frames while downloading (a5, b13, scenario 58)", .serialized)
+struct ProgressiveTests {
+    static let images = CoordinatorHarness.imageURL.deletingLastPathComponent()
+
+    static func serve(_ name: String, at path: String, _ h: FetchHarness, bytesPerSecond: Int) throws -> Data {
+        let data = try Data(contentsOf: images.appendingPathComponent(name))
+        h.server.setAsset(data, at: path, contentType: "application/octet-stream")
+        h.server.setShaping(OriginShaping(bytesPerSecond: bytesPerSecond), for: path)
+        return data
+    }
+
+    @Test("Scenario 58: a delegate that agrees sees scans of the progressive JPEG before the final image, at the target",
+          arguments: CoordinatorDownloader.allCases)
+    func progressiveScans(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            _ = try Self.serve("skimage-astronaut-progressive.jpg", at: "/p.jpg", h, bytesPerSecond: 25_000)
+            let target = PixelSize(width: 128, height: 128)
+            let delegate = RecordingFetchDelegate(loadsProgressively: true)
+            let operation = h.pipeline.operation(with: h.request("/p.jpg", identifier: "P", target: target), delegate: delegate)
+            h.pipeline.fetchImage(with: operation)
+            #expect(try await eventually(timeout: .seconds(20)) { operation.isFinished })
+            let scans = delegate.incrementalImages
+            #expect(!scans.isEmpty, "\(delegate.events)")
+            #expect(operation.progressiveFrameCount == scans.count)
+            #expect(scans.allSatisfy { $0.result.image.dimensions == operation.finalResult?.image.dimensions })
+            #expect(scans.map(\.progress) == scans.map(\.progress).sorted() && scans.allSatisfy { $0.progress < 1 })
+            let lastScan = try #require(delegate.events.lastIndex(of: .progressiveScan))
+            #expect(lastScan < delegate.events.count - 1 && delegate.events.last == .final(.network))
+            #expect(operation.metrics?.info(for: .network)?.result == .hitFinal)
+        }
+    }
+
+    @Test("Without the delegate's consent there are no scans; a baseline JPEG has none either")
+    func noScans() async throws {
+        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+            _ = try Self.serve("skimage-astronaut-progressive.jpg", at: "/p.jpg", h, bytesPerSecond: 100_000)
+            let (declined, _) = await h.fetch(h.request("/p.jpg", identifier: "P"))
+            #expect(declined.incrementalImages.isEmpty && declined.events.last == .final(.network))
+
+            _ = try Self.serve("skimage-rocket.jpg", at: "/b.jpg", h, bytesPerSecond: 100_000)
+            let baseline = RecordingFetchDelegate(loadsProgressively: true)
+            let operation = h.pipeline.operation(with: h.request("/b.jpg", identifier: "B"), delegate: baseline)
+            h.pipeline.fetchImage(with: operation)
+            #expect(try await eventually(timeout: .seconds(20)) { operation.isFinished })
+            #expect(baseline.incrementalImages.isEmpty && operation.finalResult?.source == .network)
+        }
+    }
+
+    @Test("A disabled policy shows nothing even with the delegate's consent")
+    func disabledPolicy() async throws {
+        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+            _ = try Self.serve("skimage-astronaut-progressive.jpg", at: "/p.jpg", h, bytesPerSecond: 100_000)
+            var request = h.request("/p.jpg", identifier: "P")
+            request.progressiveLoadingPolicies = [.jpeg: DisabledProgressivePolicy()]
+            let delegate = RecordingFetchDelegate(loadsProgressively: true)
+            let operation = h.pipeline.operation(with: request, delegate: delegate)
+            h.pipeline.fetchImage(with: operation)
+            #expect(try await eventually(timeout: .seconds(20)) { operation.isFinished })
+            #expect(delegate.incrementalImages.isEmpty && operation.finalResult != nil)
+        }
+    }
+
+    @Test("An animated GIF shows its first frame once, mid-download, at the final image's size",
+          arguments: CoordinatorDownloader.allCases)
+    func firstAnimatedFrame(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            let gif = try Self.serve("fire.gif", at: "/fire.gif", h, bytesPerSecond: 8_000)
+            let delegate = RecordingFetchDelegate()
+            let operation = h.pipeline.operation(with: h.request("/fire.gif", identifier: "F"), delegate: delegate)
+            h.pipeline.fetchImage(with: operation)
+            #expect(try await eventually(timeout: .seconds(20)) { operation.isFinished })
+            #expect(delegate.events.filter { $0 == .firstAnimatedFrame }.count == 1, "\(gif.count) bytes: \(delegate.events)")
+            let frame = try #require(delegate.incrementalImages.first)
+            #expect(frame.progress > 0 && frame.progress < 1)
+            let final = try #require(operation.finalResult)
+            #expect(final.image.isAnimated && frame.result.image.dimensions == final.image.dimensions)
+            #expect(!frame.result.image.isAnimated)
+        }
+    }
+}
