@@ -87,12 +87,15 @@ extension FetchOperation {
                                    sizeInBytes: result.data.count, dimensions: decoded.properties.dimensions,
                                    wasResumed: result.wasResumed)
         }
-        let image = FetchResult(image: decoded.container, source: source, url: request.url,
+        let (finalImage, transformed) = _queue_transform(decoded.container, progress: 1)
+        var image = FetchResult(image: finalImage, source: source, url: request.url,
                                 originalDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
                                 identifier: identifier)
         // The in-memory caches take the image before the delegate hears of it, so a fetch started from the final
         // callback finds it there; the disk write waits until after (b9).
-        _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder)
+        image.imageWasTransformed = transformed
+        _queue_storeRendered(finalImage, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
+                             transformed: transformed)
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
         guard result.isOwner else { return _queue_succeed(image) }
         pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)

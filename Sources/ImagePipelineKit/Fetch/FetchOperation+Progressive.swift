@@ -99,7 +99,8 @@ extension FetchOperation {
         }
         guard let image = try? session.render(mode, target: request.targetSizing) else { return }
         incremental.renderCount += 1
-        let scan = _queue_incrementalResult(image, properties: properties)
+        let (shown, transformed) = _queue_transform(image, progress: progress)
+        let scan = _queue_incrementalResult(shown, properties: properties, transformed: transformed)
         shared.withLock {
             $0.progressiveResult = scan
             $0.progressiveFrameCount += 1
@@ -135,9 +136,10 @@ extension FetchOperation {
         _queue_tellDelegate { $0.fetchOperation(self, didLoadFirstAnimatedImageFrame: frame, progress: progress) }
     }
 
-    private func _queue_incrementalResult(_ image: ImageContainer, properties: ImageProperties) -> FetchResult {
+    private func _queue_incrementalResult(_ image: ImageContainer, properties: ImageProperties,
+                                          transformed: Bool = false) -> FetchResult {
         FetchResult(image: image, source: resumablePartial != nil ? .networkResumed : .network, url: request.url,
                     originalDimensions: properties.dimensions, isPlaceholder: request.options.contains(.treatAsPlaceholder),
-                    identifier: identifier)
+                    identifier: identifier, imageWasTransformed: transformed)
     }
 }

@@ -91,9 +91,10 @@ extension FetchOperation {
             pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: identifier, source: source))
             return next()
         }
-        let preview = FetchResult(image: decoded.container, source: source, url: cached.url,
+        let (previewImage, transformed) = _queue_transform(decoded.container, progress: -1)
+        let preview = FetchResult(image: previewImage, source: source, url: cached.url,
                                   originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
-                                  identifier: identifier)
+                                  identifier: identifier, imageWasTransformed: transformed)
         shared.withLock { $0.previewResult = preview }
         metricsRecorder.hitPreview()
         // A delegate that answers twice is heard once.
@@ -109,8 +110,8 @@ extension FetchOperation {
                 queue.async { [self] in
                     guard !_queue_abortIfNeeded() else { return }
                     guard decision == .stopLoading else { return next() }
-                    _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions,
-                                         isPlaceholder: cached.isPlaceholder)
+                    _queue_storeRendered(previewImage, sourceDimensions: decoded.properties.dimensions,
+                                         isPlaceholder: cached.isPlaceholder, transformed: transformed)
                     _queue_fail(FetchError(.cancelledAfterLoadingPreview))
                 }
             }
@@ -160,10 +161,12 @@ extension FetchOperation {
                 guard !_queue_abortIfNeeded() else { return }
                 guard let found else { return _queue_loadFromNetwork() }
                 // Additional caches are read-only sources: the image goes to the rendered cache only (b9).
-                let scaled = (try? found.scaled(for: request.targetSizing)) ?? found
-                _queue_storeRendered(scaled, sourceDimensions: found.dimensions, isPlaceholder: false)
-                _queue_succeed(FetchResult(image: scaled, source: .additionalCache, url: url,
-                                           originalDimensions: found.dimensions, isPlaceholder: false, identifier: identifier))
+                let (image, transformed) = _queue_transform((try? found.scaled(for: request.targetSizing)) ?? found, progress: 1)
+                _queue_storeRendered(image, sourceDimensions: found.dimensions, isPlaceholder: false, transformed: transformed)
+                var result = FetchResult(image: image, source: .additionalCache, url: url, originalDimensions: found.dimensions,
+                                         isPlaceholder: false, identifier: identifier)
+                result.imageWasTransformed = transformed
+                _queue_succeed(result)
             }
         }
     }
@@ -185,10 +188,13 @@ extension FetchOperation {
         // Percolation into the in-memory caches (b9) comes before the final callback: a fetch the delegate starts
         // from there finds the image.
         if storeInMemory { pipeline.memoryCache.storeComplete(cached, identifier: identifier) }
-        _queue_storeRendered(decoded.container, sourceDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder)
-        _queue_succeed(FetchResult(image: decoded.container, source: source, url: cached.url,
-                                   originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
-                                   identifier: identifier))
+        let (image, transformed) = _queue_transform(decoded.container, progress: 1)
+        _queue_storeRendered(image, sourceDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
+                             transformed: transformed)
+        var result = FetchResult(image: image, source: source, url: cached.url, originalDimensions: decoded.properties.dimensions,
+                                 isPlaceholder: cached.isPlaceholder, identifier: identifier)
+        result.imageWasTransformed = transformed
+        _queue_succeed(result)
         return true
     }
 
@@ -210,10 +216,24 @@ extension FetchOperation {
         return decoded
     }
 
-    func _queue_storeRendered(_ image: ImageContainer, sourceDimensions: PixelSize, isPlaceholder: Bool) {
+    /// Keeps a delivered image in the rendered cache (b9): not for placeholders, untargeted or centered
+    /// requests, or images transformed by a transformer without an identifier.
+    func _queue_storeRendered(_ image: ImageContainer, sourceDimensions: PixelSize, isPlaceholder: Bool, transformed: Bool = false) {
         guard !request.options.contains(.skipStoringToRenderedCache), !isPlaceholder,
               let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center
         else { return }
-        pipeline.renderedCache.store(RenderedImage(image: image, sourceDimensions: sourceDimensions), identifier: identifier)
+        let transformerIdentifier = transformed ? request.transformer?.identifier : nil
+        guard !transformed || transformerIdentifier != nil else { return }
+        pipeline.renderedCache.store(RenderedImage(image: image, transformerIdentifier: transformerIdentifier,
+                                                   sourceDimensions: sourceDimensions), identifier: identifier)
+    }
+
+    /// Applies the request's transformer (a6) and scales its result to the target; `transformed` is false when
+    /// there is none or it left the image as it was.
+    func _queue_transform(_ image: ImageContainer, progress: Double) -> (image: ImageContainer, transformed: Bool) {
+        guard let transformer = request.transformer,
+              let result = transformer.transform(image, progress: progress, targetSizing: request.targetSizing)
+        else { return (image, false) }
+        return ((try? result.scaled(for: request.targetSizing)) ?? result, true)
     }
 }

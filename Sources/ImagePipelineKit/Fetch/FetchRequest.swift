@@ -63,6 +63,8 @@ public protocol FetchRequest: Sendable {
     /// Scans are shown only when the delegate also agrees, in
     /// ``FetchDelegate/fetchOperation(_:shouldLoadProgressivelyWithIdentifier:url:imageType:originalDimensions:)``.
     var progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]? { get }
+    /// Applied to every image the fetch delivers (previews, scans, the final image) before scaling (a6).
+    var transformer: (any ImageTransformer)? { get }
 }
 
 extension FetchRequest {
@@ -76,6 +78,7 @@ extension FetchRequest {
     public var hydrationKey: String? { nil }
     public var decoderConfiguration: DecoderConfiguration { .default }
     public var progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]? { nil }
+    public var transformer: (any ImageTransformer)? { nil }
 
     /// The identifier the caches use: ``identifier``, else the URL's absolute string.
     public var resolvedIdentifier: String { identifier ?? url.absoluteString }
@@ -101,14 +104,17 @@ public struct GenericFetchRequest: FetchRequest {
     public var hydrationKey: String?
     public var decoderConfiguration: DecoderConfiguration
     public var progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]?
+    public var transformer: (any ImageTransformer)?
 
     public init(
         url: URL, identifier: String? = nil, targetSizing: TargetSizing = .original,
         timeToLive: TimeInterval = 30 * 24 * 3600, options: FetchOptions = [], loadingSources: LoadingSources = .all,
         hydration: NetworkLoadRequest.Hydration? = nil, authorization: NetworkLoadRequest.Authorization? = nil,
         hydrationKey: String? = nil, decoderConfiguration: DecoderConfiguration = .default,
-        progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]? = nil
+        progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]? = nil,
+        transformer: (any ImageTransformer)? = nil
     ) {
+        self.transformer = transformer
         self.progressiveLoadingPolicies = progressiveLoadingPolicies
         self.url = url
         self.identifier = identifier

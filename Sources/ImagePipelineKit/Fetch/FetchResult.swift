@@ -12,6 +12,8 @@ public struct FetchResult: Sendable {
     public var originalDimensions: PixelSize
     public var isPlaceholder: Bool
     public var identifier: String
+    /// The request's transformer changed the image.
+    public var imageWasTransformed = false
 }
 
 /// Why a fetch failed (TIP's `TIPImageFetchErrorDomain` codes, a12).

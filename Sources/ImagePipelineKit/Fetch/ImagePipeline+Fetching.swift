@@ -45,15 +45,20 @@ extension ImagePipeline {
     private func completeFromRenderedCache(_ operation: FetchOperation) -> Bool {
         let request = operation.request
         let identifier = request.resolvedIdentifier
+        // A transformer without an identifier never reads the rendered cache (a6, b3).
         guard request.loadingSources.contains(.memoryCache), !identifier.isEmpty,
+              request.transformer == nil || request.transformer?.identifier != nil,
               let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center
         else { return false }
-        guard let hit = renderedCache.image(for: identifier, target: request.targetSizing) else {
+        let transformerIdentifier = request.transformer?.identifier
+        guard let hit = renderedCache.image(for: identifier, target: request.targetSizing,
+                                            transformerIdentifier: transformerIdentifier) else {
             configuration.recordRenderedMiss(of: self.identifier)
             return false
         }
-        let result = FetchResult(image: hit.image, source: .memoryCache, url: request.url,
+        var result = FetchResult(image: hit.image, source: .memoryCache, url: request.url,
                                  originalDimensions: hit.sourceDimensions, isPlaceholder: false, identifier: identifier)
+        result.imageWasTransformed = transformerIdentifier != nil
         if hit.isDirty {
             // A stale rendition: shown now as a preview, before the fetch even starts; the fetch then runs (b3).
             operation.delegate?.fetchOperation(operation, didLoadDirtyPreviewImage: result)
