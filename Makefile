@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEPS := scripts/install-system-deps.sh
 DEMO_OUT ?= out/demo
 
-.PHONY: deps build test demo bench bench-cache clean
+.PHONY: deps build test demo bench bench-cache stress-tsan clean
 
 deps:
 	@bash $(DEPS)
@@ -16,6 +16,13 @@ build: deps
 test: deps
 	$(SWIFT) build -c release --build-tests -Xswiftc -enable-testing --scratch-path .build-test
 	bash scripts/run-tests.sh
+
+# The 2,000-fetch stress test, the fetch and coordinator tests under ThreadSanitizer (a debug build with TSan:
+# about 10 minutes to build on two cores, so not part of `make test`).
+stress-tsan: deps
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --disable-xctest \
+		--filter 'FetchStressTests|FetchOperationTests|DownloadCoordinatorTests|AsyncFetchTests|ImageViewFetchHelperTests'
 
 # Until the scroll simulation lands: decode every bundled sample image and write PNGs you can open.
 demo: deps

@@ -213,7 +213,7 @@ struct FetchOperationTests {
         }
     }
 
-    @Test("Scenarios 6 and 8: on the delegate queue a rendered hit completes before fetchImage returns; center mode or another queue never does", arguments: [CoordinatorDownloader.httpClient])
+    @Test("Scenarios 6 and 8: on the delegate queue a rendered hit completes before fetchImage returns; center mode or another queue never does", arguments: CoordinatorDownloader.allCases)
     func synchronousRenderedHit(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let target = PixelSize(width: 100, height: 100)
@@ -246,7 +246,7 @@ struct FetchOperationTests {
         }
     }
 
-    @Test("Scenario 27: memory and disk only, with empty caches: code 6 and no request", arguments: [CoordinatorDownloader.urlSession])
+    @Test("Scenario 27: memory and disk only, with empty caches: code 6 and no request", arguments: CoordinatorDownloader.allCases)
     func sourcesExhausted(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let (delegate, operation) = await h.fetch(h.request(sources: [.memoryCache, .diskCache]))
@@ -340,7 +340,7 @@ struct FetchOperationTests {
         }
     }
 
-    @Test("Scenario 38: releasing the delegate during the download cancels the fetch; discarding it lets the fetch finish", arguments: [CoordinatorDownloader.httpClient])
+    @Test("Scenario 38: releasing the delegate during the download cancels the fetch; discarding it lets the fetch finish", arguments: CoordinatorDownloader.allCases)
     func delegateLifetime(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
@@ -363,7 +363,7 @@ struct FetchOperationTests {
         }
     }
 
-    @Test("Scenario 54: another live pipeline's disk entry with the same URL is copied in, without a request; another URL is not", arguments: [CoordinatorDownloader.urlSession])
+    @Test("Scenario 54: another live pipeline's disk entry with the same URL is copied in, without a request; another URL is not", arguments: CoordinatorDownloader.allCases)
     func crossPipeline(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             _ = await h.fetch(h.request())
@@ -378,7 +378,7 @@ struct FetchOperationTests {
         }
     }
 
-    @Test("Scenario 55: additional caches are asked by URL in order; their image is final and not written to memory or disk", arguments: [CoordinatorDownloader.urlSession])
+    @Test("Scenario 55: additional caches are asked by URL in order; their image is final and not written to memory or disk", arguments: CoordinatorDownloader.allCases)
     func additionalCaches(kind: CoordinatorDownloader) async throws {
         struct Cache: AdditionalImageCache {
             let answer: ImageContainer?
@@ -400,7 +400,7 @@ struct FetchOperationTests {
         }
     }
 
-    @Test("The block API calls its completion once on the delegate queue, and priority reaches the queued operation", arguments: [CoordinatorDownloader.httpClient])
+    @Test("The block API calls its completion once on the delegate queue, and priority reaches the queued operation", arguments: CoordinatorDownloader.allCases)
     func blockAPI(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let queueLabel = Recorded<String>()

@@ -36,9 +36,9 @@ struct MoreFetchScenarioTests {
         }
     }
 
-    @Test("Scenario 12: skipStoringToRenderedCache keeps the rendition out: the repeat is asynchronous, from memory")
-    func skipRendered() async throws {
-        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+    @Test("Scenario 12: skipStoringToRenderedCache keeps the rendition out: the repeat is asynchronous, from memory", arguments: CoordinatorDownloader.allCases)
+    func skipRendered(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let target = PixelSize(width: 100, height: 100)
             _ = await h.fetch(h.request(target: target, options: [.skipStoringToRenderedCache]))
             #expect(!Self.completesSynchronously(h.request(target: target), h))
@@ -47,9 +47,9 @@ struct MoreFetchScenarioTests {
         }
     }
 
-    @Test("Scenario 13: a placeholder never enters the rendered cache, is flagged, and a real image of I replaces it")
-    func placeholder() async throws {
-        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+    @Test("Scenario 13: a placeholder never enters the rendered cache, is flagged, and a real image of I replaces it", arguments: CoordinatorDownloader.allCases)
+    func placeholder(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let target = PixelSize(width: 100, height: 100)
             let (_, placeholder) = await h.fetch(h.request(target: target, options: [.treatAsPlaceholder]))
             #expect(placeholder.finalResult?.isPlaceholder == true)
@@ -65,9 +65,9 @@ struct MoreFetchScenarioTests {
         }
     }
 
-    @Test("Scenario 14: a transformer without an identifier is never read synchronously; one with an identifier is, and only for itself")
-    func transformers() async throws {
-        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+    @Test("Scenario 14: a transformer without an identifier is never read synchronously; one with an identifier is, and only for itself", arguments: CoordinatorDownloader.allCases)
+    func transformers(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let target = PixelSize(width: 100, height: 100)
             var anonymous = h.request(target: target)
             let plain = ShrinkingTransformer(identifier: nil)
@@ -100,9 +100,9 @@ struct MoreFetchScenarioTests {
         }
     }
 
-    @Test("Scenario 18: with a smaller image of I cached, fetching the larger one previews the small, then stores the large; the small then gets a preview of the large")
-    func smallerCachedLargerRequested() async throws {
-        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+    @Test("Scenario 18: with a smaller image of I cached, fetching the larger one previews the small, then stores the large; the small then gets a preview of the large", arguments: CoordinatorDownloader.allCases)
+    func smallerCachedLargerRequested(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             h.server.setAsset(try Data(contentsOf: PreviewTests.smallerImage), at: "/b.png", contentType: "image/png")
             _ = await h.fetch(h.request("/b.png"))   // I via B (451×300)
             let (delegate, large) = await h.fetch(h.request())   // I via A (640×427)
@@ -114,9 +114,9 @@ struct MoreFetchScenarioTests {
         }
     }
 
-    @Test("Scenario 26: resume-only sources with a partial, and a server that answers 200: code 6")
-    func resumeOnlyGetsAWholeImage() async throws {
-        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+    @Test("Scenario 26: resume-only sources with a partial, and a server that answers 200: code 6", arguments: CoordinatorDownloader.allCases)
+    func resumeOnlyGetsAWholeImage(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
             let delegate = RecordingFetchDelegate()
             let operation = h.pipeline.operation(with: h.request(), delegate: delegate)
@@ -131,7 +131,7 @@ struct MoreFetchScenarioTests {
         }
     }
 
-    @Test("Scenario 59: an animated GIF's final image has all its frames and their durations", arguments: [CoordinatorDownloader.urlSession])
+    @Test("Scenario 59: an animated GIF's final image has all its frames and their durations", arguments: CoordinatorDownloader.allCases)
     func animatedFinal(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let gif = try Data(contentsOf: ProgressiveTests.images.appendingPathComponent("fire.gif"))
@@ -144,9 +144,9 @@ struct MoreFetchScenarioTests {
         }
     }
 
-    @Test("Scenario 60, better than TIP: a fetch at 100² reports the file's dimensions as original, as the disk entry does")
-    func originalDimensions() async throws {
-        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+    @Test("Scenario 60, better than TIP: a fetch at 100² reports the file's dimensions as original, as the disk entry does", arguments: CoordinatorDownloader.allCases)
+    func originalDimensions(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let (_, operation) = await h.fetch(h.request(target: PixelSize(width: 100, height: 100)))
             #expect(operation.finalResult?.image.dimensions.width == 100)
             #expect(operation.finalResult?.originalDimensions == h.imageSize)

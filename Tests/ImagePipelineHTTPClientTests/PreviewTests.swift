@@ -18,7 +18,7 @@ struct PreviewTests {
     }
 
     @Test("Scenario 16: the delegate stops at a memory preview: failed with -2, the preview kept, no request for B; B's target then comes from the rendered cache synchronously",
-          arguments: [CoordinatorDownloader.httpClient])
+          arguments: CoordinatorDownloader.allCases)
     func previewStop(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             try Self.serveB(h)
@@ -62,7 +62,7 @@ struct PreviewTests {
     }
 
     @Test("Scenario 19: a disk preview when memory has none; a delegate without the preview callback just continues",
-          arguments: [CoordinatorDownloader.urlSession])
+          arguments: CoordinatorDownloader.allCases)
     func diskPreview(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             try Self.serveB(h)
@@ -82,7 +82,7 @@ struct PreviewTests {
     }
 
     @Test("Scenario 20: one preview per fetch: memory's is offered, the disk's (another URL) is not",
-          arguments: [CoordinatorDownloader.httpClient])
+          arguments: CoordinatorDownloader.allCases)
     func onePreview(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let small = try Data(contentsOf: Self.smallerImage)
@@ -98,7 +98,7 @@ struct PreviewTests {
     }
 
     @Test("Scenario 15: a dirty rendition is shown synchronously before didStart, then the fetch completes from memory",
-          arguments: [CoordinatorDownloader.httpClient])
+          arguments: CoordinatorDownloader.allCases)
     func dirtyPreview(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let request = h.request(target: PixelSize(width: 64, height: 64))
