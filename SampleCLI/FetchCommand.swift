@@ -193,17 +193,6 @@ struct FetchReport {
     let progressiveScans: Int
     let duration: Duration
 
-    static func sourceName(_ source: ImageLoadSource) -> String {
-        switch source {
-        case .unknown: "unknown"
-        case .memoryCache: "memory"
-        case .diskCache: "disk"
-        case .additionalCache: "additional"
-        case .network: "network"
-        case .networkResumed: "networkResumed"
-        }
-    }
-
     static func stateName(_ state: FetchOperation.State) -> String {
         switch state {
         case .idle: "idle"
@@ -221,7 +210,7 @@ struct FetchReport {
     func jsonLine() -> String {
         var object: [String: Any] = [
             "url": request.url.absoluteString, "identifier": request.resolvedIdentifier,
-            "source": result.map { Self.sourceName($0.source) } ?? NSNull(),
+            "source": result.map { String(describing: $0.source) } ?? NSNull(),
             "state": Self.stateName(operation.state),
             "bytes": operation.receivedByteCount, "resumed": result?.source == .networkResumed,
             "durationMs": (duration.milliseconds * 1000).rounded() / 1000,
@@ -229,7 +218,7 @@ struct FetchReport {
             "progressiveScans": progressiveScans,
         ]
         if let preview = operation.previewResult {
-            object["preview"] = ["source": Self.sourceName(preview.source), "url": preview.url.absoluteString,
+            object["preview"] = ["source": String(describing: preview.source), "url": preview.url.absoluteString,
                                  "width": preview.image.dimensions.width, "height": preview.image.dimensions.height]
         } else {
             object["preview"] = NSNull()
@@ -252,6 +241,6 @@ struct FetchReport {
         let size = result.image.dimensions == result.originalDimensions
             ? "\(result.originalDimensions)" : "\(result.originalDimensions) -> \(result.image.dimensions)"
         let bytes = operation.receivedByteCount > 0 ? ", \(operation.receivedByteCount) bytes" : ""
-        return "\(request.url.absoluteString): from \(Self.sourceName(result.source)), \(size)\(bytes), \(time)"
+        return "\(request.url.absoluteString): from \(String(describing: result.source)), \(size)\(bytes), \(time)"
     }
 }

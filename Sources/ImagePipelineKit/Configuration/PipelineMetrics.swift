@@ -38,7 +38,7 @@ extension GlobalConfiguration {
         let final = metrics.sources.last { $0.result == .hitFinal }
         Counter(label: PipelineMetricLabels.fetches,
                 dimensions: [("pipeline", pipeline), ("result", outcome.rawValue),
-                             ("source", final.map { Self.metricName(of: $0.source) } ?? "none")],
+                             ("source", final.map { "\($0.source)" } ?? "none")],
                 factory: factory).increment()
         for info in metrics.sources where info.result != .neverCompleted {
             let layer: String
@@ -71,16 +71,5 @@ extension GlobalConfiguration {
     func recordDecode(of type: ImageType?, duration: Duration) {
         Timer(label: PipelineMetricLabels.decodeDuration, dimensions: [("format", type.map { "\($0)" } ?? "unknown")],
               factory: metricsFactory).recordNanoseconds(Int64(duration.seconds * 1e9))
-    }
-
-    static func metricName(of source: ImageLoadSource) -> String {
-        switch source {
-        case .unknown: "unknown"
-        case .memoryCache: "memory"
-        case .diskCache: "disk"
-        case .additionalCache: "additional"
-        case .network: "network"
-        case .networkResumed: "networkResumed"
-        }
     }
 }

@@ -13,6 +13,20 @@ public enum ImageLoadSource: Int, Sendable, CaseIterable {
     case networkResumed = 5
 }
 
+extension ImageLoadSource: CustomStringConvertible {
+    /// A short name for output and metrics: `memory`, `disk`, `additional`, `network`, `networkResumed`.
+    public var description: String {
+        switch self {
+        case .unknown: "unknown"
+        case .memoryCache: "memory"
+        case .diskCache: "disk"
+        case .additionalCache: "additional"
+        case .network: "network"
+        case .networkResumed: "networkResumed"
+        }
+    }
+}
+
 /// Which sources a fetch may use (TIP's `TIPImageFetchLoadingSources`).
 public struct LoadingSources: OptionSet, Hashable, Sendable {
     public let rawValue: Int
