@@ -33,10 +33,12 @@ let package = Package(
             name: "CImageCodecs",
             dependencies: ["CJPEG", "CPNG"]
         ),
+        // The lock type every module uses: Synchronization.Mutex, or a pthread mutex in ThreadSanitizer builds.
+        .target(name: "PipelineLocking"),
         .target(
             name: "ImagePipelineKit",
             dependencies: [
-                "CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CSQLite",
+                "PipelineLocking", "CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
@@ -46,7 +48,7 @@ let package = Package(
         .target(
             name: "ImagePipelineHTTPClient",
             dependencies: [
-                "ImagePipelineKit",
+                "ImagePipelineKit", "PipelineLocking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -56,6 +58,7 @@ let package = Package(
         .target(
             name: "ImageOriginServer",
             dependencies: [
+                "PipelineLocking",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -67,6 +70,7 @@ let package = Package(
                 "ImagePipelineKit",
                 "ImageOriginServer",
                 "ImagePipelineHTTPClient",
+                "PipelineLocking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "SampleCLI",
@@ -74,11 +78,11 @@ let package = Package(
             resources: [.copy("Images")]
         ),
         // Helpers the test targets share (recorders, a problem log, bounded waiting, offloading blocking work).
-        .target(name: "TestSupport", dependencies: ["ImagePipelineKit"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ImagePipelineKit", "PipelineLocking"], path: "Tests/TestSupport"),
         .testTarget(
             name: "ImagePipelineKitTests",
             dependencies: [
-                "ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux", "TestSupport",
+                "ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux", "TestSupport", "PipelineLocking",
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Fixtures")]
@@ -86,14 +90,14 @@ let package = Package(
         .testTarget(
             name: "ImagePipelineHTTPClientTests",
             dependencies: [
-                "ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer", "TestSupport",
+                "ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer", "TestSupport", "PipelineLocking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(
             name: "ImageOriginServerTests",
-            dependencies: ["ImageOriginServer", "TestSupport"]
+            dependencies: ["ImageOriginServer", "TestSupport", "PipelineLocking"]
         ),
     ],
     swiftLanguageModes: [.v6]

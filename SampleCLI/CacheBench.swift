@@ -4,6 +4,7 @@ import ImagePipelineKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import PipelineLocking
 #endif
 
 /// `sample-cli bench cache`: cache lookups (performance-anchors.md B1–B3), each beside its anchor measured in
@@ -91,7 +92,7 @@ struct CacheBench: ParsableCommand {
         else { throw BenchError("the caches did not keep all \(count) entries") }
 
         // The anchor: the least any synchronous cache can do — a dictionary behind a lock.
-        let anchor = Mutex(bitmaps)
+        let anchor = Locked(bitmaps)
         let random = (0..<lookups).map { _ in identifiers[Int.random(in: 0..<count)] }
         let hot = (0..<lookups).map { _ in identifiers[Int.random(in: 0..<64)] }
 

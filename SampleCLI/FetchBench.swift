@@ -7,6 +7,7 @@ import ImagePipelineKit
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import PipelineLocking
 #endif
 
 /// `sample-cli bench fetch`: performance-anchors.md B11. How many complete 200 KiB downloads a second each
@@ -269,7 +270,7 @@ final class FetchLoad: Sendable {
     private let expectedBytes: Int
     private let deadline: UInt64
     private let started: UInt64
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State {
         var inFlight = 0
@@ -289,7 +290,7 @@ final class FetchLoad: Sendable {
         deadline = started + UInt64(seconds * 1e9)
         var initial = State()
         initial.latencies.reserveCapacity(Int(seconds * 20_000))
-        state = Mutex(initial)
+        state = Locked(initial)
     }
 
     static func run(downloader: any ImageDownloader, name: String, url: URL, expectedBytes: Int,
@@ -350,7 +351,7 @@ final class FetchLoad: Sendable {
 private final class CountingDelegate: ImageDownloadDelegate {
     private let load: FetchLoad
     private let started: UInt64
-    private let progress = Mutex<(status: Int?, bytes: Int)>((nil, 0))
+    private let progress = Locked<(status: Int?, bytes: Int)>((nil, 0))
 
     init(load: FetchLoad, started: UInt64) {
         self.load = load
@@ -404,7 +405,7 @@ final class ServerTally: Sendable {
     }
 
     private let expectedBytes: Int
-    private let state = Mutex(Snapshot())
+    private let state = Locked(Snapshot())
 
     init(expectedBytes: Int) {
         self.expectedBytes = expectedBytes

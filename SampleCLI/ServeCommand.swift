@@ -5,6 +5,7 @@ import ImageOriginServer
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import PipelineLocking
 #endif
 
 /// `sample-cli serve`: the loopback origin the tests use, serving a directory until interrupted.
@@ -88,7 +89,7 @@ private final class TerminationSignal: Sendable {
         var continuation: CheckedContinuation<Int32, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     // Dispatch sources are thread-safe; kept only so they stay alive.
     private nonisolated(unsafe) let sources: [any DispatchSourceSignal]
 

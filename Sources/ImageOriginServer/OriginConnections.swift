@@ -1,5 +1,6 @@
 import NIOCore
 import Synchronization
+import PipelineLocking
 
 /// The server's open client connections, so ``ImageOriginServer/shutdown()`` can close stalled and
 /// kept-alive ones, and so each connection gets a number for the request log.
@@ -13,7 +14,7 @@ final class OriginConnections: Sendable {
         var isShuttingDown = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Whether ``closeAll()`` has begun: a connection closed from now on was closed by the server.
     var isShuttingDown: Bool { state.withLock { $0.isShuttingDown } }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// The served directory: turns a checked request path into a file's bytes and validators, read from disk
 /// for each request (so a file changed between requests is served changed, with a new ETag).
@@ -18,7 +19,7 @@ final class OriginDirectory: Sendable {
     }
 
     /// ETags of files already hashed, keyed by what would change if the file did.
-    private let etags = Mutex([FileIdentity: String]())
+    private let etags = Locked([FileIdentity: String]())
     private static let etagCacheLimit = 4096
 
     /// - Throws: ``OriginServerError/notADirectory(_:)`` when `path` is not an existing directory.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// The request log behind ``ImageOriginServer/requestLog``: records in read order, a count of completed
 /// exchanges, and the callers waiting for that count.
@@ -38,7 +39,7 @@ final class OriginRequestLog: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var records: [OriginRequestRecord] { state.withLock { $0.records } }
 

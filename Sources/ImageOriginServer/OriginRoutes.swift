@@ -1,4 +1,5 @@
 import Synchronization
+import PipelineLocking
 
 /// What the server is told to serve and how: in-memory assets, shaping and scripted faults, by route.
 ///
@@ -31,7 +32,7 @@ final class OriginRoutes: Sendable {
         var globalFaults: ScriptedFaults?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The key a route is stored under: the decoded path (so `/a%20b.jpg` and `/a b.jpg` are one route) and
     /// the query as given. A leading `/` is added when missing.

@@ -4,6 +4,7 @@ import ImagePipelineKit
 import NIOCore
 import NIOHTTP1
 import Synchronization
+import PipelineLocking
 
 /// An ``ImageDownloader`` on AsyncHTTPClient: pooled connections, HTTP/2 over TLS, and real back-pressure
 /// (the next body part is read only after the delegate returned from the previous one). The fast choice on
@@ -24,7 +25,7 @@ public final class HTTPClientDownloader: ImageDownloader {
     /// The client requests go through.
     public let client: HTTPClient
     private let ownsClient: Bool
-    private let isShutDown = Mutex(false)
+    private let isShutDown = Locked(false)
 
     /// A downloader that owns a new client made from `configuration` (``defaultConfiguration()`` unless given).
     /// Its `redirectConfiguration` is replaced by `.disallow`: this downloader follows redirects itself.

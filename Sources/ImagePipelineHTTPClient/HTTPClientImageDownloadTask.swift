@@ -4,13 +4,14 @@ import ImagePipelineKit
 import NIOCore
 import NIOHTTP1
 import Synchronization
+import PipelineLocking
 
 /// A running ``HTTPClientDownloader`` download: one AsyncHTTPClient request per hop of its redirect chain.
 final class HTTPClientImageDownloadTask: ImageDownloadTask {
     let request: DownloadRequest
     let delivery: DownloadDelivery
     private let client: HTTPClient
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State {
         var priority: Operation.QueuePriority
@@ -25,7 +26,7 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
         self.client = client
         delivery = DownloadDelivery(delegate: delegate, limits: request.limits,
                                     label: "ImagePipelineHTTPClient.HTTPClientDownloader.download")
-        state = Mutex(State(priority: request.priority))
+        state = Locked(State(priority: request.priority))
         delivery.begin(task: self)
     }
 
@@ -134,20 +135,20 @@ private final class HopDelegate: HTTPClientResponseDelegate {
     private let url: URL
     private let headers: DownloadHeaders
     /// Set in `didVisitURL` when this hop's response is a redirect the policy allows.
-    private let redirect = Mutex<(url: URL, headers: DownloadHeaders)?>(nil)
+    private let redirect = Locked<(url: URL, headers: DownloadHeaders)?>(nil)
     /// Body bytes handed to the delivery whose delegate call has not returned yet.
-    private let undelivered = Mutex(0)
+    private let undelivered = Locked(0)
     /// How many body bytes may wait for the delegate before the client stops reading.
     static let window = 128 * 1024
     /// The URL of the last response head (differs from `url` only when the client follows redirects itself).
-    private let answeredURL: Mutex<URL>
+    private let answeredURL: Locked<URL>
 
     init(owner: HTTPClientImageDownloadTask, hop: Int, url: URL, headers: DownloadHeaders) {
         self.owner = owner
         self.hop = hop
         self.url = url
         self.headers = headers
-        answeredURL = Mutex(url)
+        answeredURL = Locked(url)
     }
 
     private var delivery: DownloadDelivery { owner.delivery }

@@ -6,6 +6,7 @@ import ImageOriginServer
 import Synchronization
 import Testing
 import TestSupport
+import PipelineLocking
 
 @Suite("Origin server: the request log")
 struct OriginRequestLogTests {
@@ -146,7 +147,7 @@ struct OriginRequestLogTests {
     func observerAndCapacity() async throws {
         try await withOrigin { server in
             server.setAsset(patternBytes(10), at: "/a.jpg")
-            let seen = Mutex<[Int]>([])
+            let seen = Locked<[Int]>([])
             server.setRequestObserver { record in seen.withLock { $0.append(record.sequence) } }
             server.setRequestLogCapacity(2)
             for _ in 0..<4 { _ = try await fetch(server.url(for: "/a.jpg")) }

@@ -5,6 +5,7 @@ import ImagePipelineKit
 import Synchronization
 import Testing
 import TestSupport
+import PipelineLocking
 
 /// The downloaders the coordinator is tested over.
 enum CoordinatorDownloader: String, CaseIterable, CustomTestStringConvertible, Sendable {
@@ -64,7 +65,7 @@ struct CoordinatorHarness {
 
 /// Records one fetch's events; can cancel itself once it has a number of bytes.
 final class LoadRecorder: NetworkLoadClient, @unchecked Sendable {
-    // @unchecked: `state` is behind its Mutex; `attachment` is set once, right after `load` returns, before
+    // @unchecked: `state` is behind its lock; `attachment` is set once, right after `load` returns, before
     // any event can arrive (events come asynchronously, on the coordinator's queue).
     struct State {
         var responses: [(status: Int, resumed: Int, expected: Int?)] = []
@@ -75,7 +76,7 @@ final class LoadRecorder: NetworkLoadClient, @unchecked Sendable {
         var waiters: [CheckedContinuation<NetworkLoadOutcome, Never>] = []
     }
 
-    let state = Mutex(State())
+    let state = Locked(State())
     let cancelAfterBytes: Int?
     var attachment: NetworkLoadAttachment?
 
@@ -438,8 +439,8 @@ struct DownloadCoordinatorTests {
 /// Records the priorities a downloader is given.
 final class PriorityRecordingDownloader: ImageDownloader {
     final class Log: Sendable {
-        let started = Mutex<[Operation.QueuePriority]>([])
-        let changes = Mutex<[Operation.QueuePriority]>([])
+        let started = Locked<[Operation.QueuePriority]>([])
+        let changes = Locked<[Operation.QueuePriority]>([])
     }
 
     final class RecordingTask: ImageDownloadTask {

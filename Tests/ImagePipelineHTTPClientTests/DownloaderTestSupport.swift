@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
+import PipelineLocking
 #endif
 
 /// The two downloaders every behaviour test runs against.
@@ -87,7 +88,7 @@ final class RecordingDelegate: ImageDownloadDelegate {
         var inCallback = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let cancelAfterBytes: Int?
     private let firstChunkPause: Duration?
 

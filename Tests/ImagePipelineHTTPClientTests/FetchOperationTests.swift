@@ -5,6 +5,7 @@ import ImagePipelineKit
 import Synchronization
 import Testing
 import TestSupport
+import PipelineLocking
 
 /// Everything one fetch told its delegate, in order.
 final class RecordingFetchDelegate: FetchDelegate, Sendable {
@@ -24,8 +25,8 @@ final class RecordingFetchDelegate: FetchDelegate, Sendable {
     let previewDecision: PreviewDecision
     /// The answer to "load progressively?".
     let loadsProgressively: Bool
-    private let previewList = Mutex<[FetchResult]>([])
-    private let incrementalList = Mutex<[(result: FetchResult, progress: Double)]>([])
+    private let previewList = Locked<[FetchResult]>([])
+    private let incrementalList = Locked<[(result: FetchResult, progress: Double)]>([])
 
     init(previewDecision: PreviewDecision = .continueLoading, loadsProgressively: Bool = false) {
         self.previewDecision = previewDecision
@@ -45,7 +46,7 @@ final class RecordingFetchDelegate: FetchDelegate, Sendable {
     /// Progressive scans and first frames delivered, with their progress.
     var incrementalImages: [(result: FetchResult, progress: Double)] { incrementalList.withLock { $0 } }
 
-    private let state = Mutex<(events: [Event], result: Result<FetchResult, FetchError>?, finishedBeforeFinal: Bool,
+    private let state = Locked<(events: [Event], result: Result<FetchResult, FetchError>?, finishedBeforeFinal: Bool,
                                waiters: [CheckedContinuation<Void, Never>])>(([], nil, false, []))
 
     func fetchOperationDidStart(_ operation: FetchOperation) { record(.start) }

@@ -4,12 +4,13 @@ import ImagePipelineKit
 import Synchronization
 import Testing
 import TestSupport
+import PipelineLocking
 
 /// Hands back a flat grey image (one pixel smaller on each side), so the change shows in the pixels, and
 /// records the progress of each call.
 final class ShrinkingTransformer: ImageTransformer {
     let identifier: String?
-    let calls = Mutex<[Double]>([])
+    let calls = Locked<[Double]>([])
 
     init(identifier: String?) { self.identifier = identifier }
 

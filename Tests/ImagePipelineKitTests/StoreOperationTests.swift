@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TestSupport
 @testable import ImagePipelineKit
+import PipelineLocking
 
 @Suite("Store operations (scenarios 44-46)")
 struct StoreOperationTests {
@@ -99,7 +100,7 @@ struct StoreOperationTests {
             return request
         })
         let store = p.store(slow)
-        let sawEntry = Mutex<Bool?>(nil)
+        let sawEntry = Locked<Bool?>(nil)
         let follower = BlockOperation { sawEntry.withLock { $0 = p.diskCache?.entry(for: "I") != nil } }
         store.makeDependency(of: follower)
         configuration.operationQueue.addOperation(follower)

@@ -1,9 +1,10 @@
 import Synchronization
+import PipelineLocking
 
-/// A value that callbacks on any thread append to and tests read: a `Mutex` in a class, so escaping
+/// A value that callbacks on any thread append to and tests read: a `Locked` value in a class, so escaping
 /// closures can capture it.
 public final class Recorded<Element: Sendable>: Sendable {
-    private let storage = Mutex<[Element]>([])
+    private let storage = Locked<[Element]>([])
 
     public init() {}
     public func append(_ element: Element) { storage.withLock { $0.append(element) } }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// The `sample-cli` built next to the test bundle (`make test` builds every product first), and a way to run it.
 public enum SampleCLIBinary {
@@ -41,7 +42,7 @@ public enum SampleCLIBinary {
             process.standardError = errors
             try process.run()
             // Read both to their end before waiting: a full pipe would otherwise block the child forever.
-            let stderrData = Mutex(Data())
+            let stderrData = Locked(Data())
             let reading = DispatchGroup()
             DispatchQueue(label: "TestSupport.stderr").async(group: reading) {
                 let data = errors.fileHandleForReading.readDataToEndOfFile()

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// One thing that happened to a fetch, as ``ImagePipeline/events(for:context:)`` reports it: the delegate's
 /// callbacks as values, in the order the delegate would hear them.
@@ -71,7 +72,7 @@ extension ImagePipeline {
     /// Cancelling the calling task cancels the fetch, which then throws ``FetchErrorCode/cancelled``.
     /// - Throws: ``FetchError``.
     public func image(for request: any FetchRequest, context: (any Sendable)? = nil) async throws(FetchError) -> FetchResult {
-        let box = Mutex<FetchOperation?>(nil)
+        let box = Locked<FetchOperation?>(nil)
         let result: Result<FetchResult, FetchError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let operation = operation(with: request, context: context) { continuation.resume(returning: $0) }

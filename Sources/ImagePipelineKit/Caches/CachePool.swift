@@ -1,4 +1,5 @@
 import Synchronization
+import PipelineLocking
 
 /// Something a cache charges against its byte limit.
 protocol CacheCosting: Sendable {
@@ -71,13 +72,13 @@ final class CachePool<Entry: CacheCosting>: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Whether ``update(owner:key:_:)`` refuses entries over ``CacheLimits/maxEntryBytes``. The rendered cache
     /// checks single renditions itself, since one of its entries holds up to three.
     private let capsEntries: Bool
 
     init(limits: CacheLimits, capsEntries: Bool = true) {
-        state = Mutex(State(limits: limits))
+        state = Locked(State(limits: limits))
         self.capsEntries = capsEntries
     }
 

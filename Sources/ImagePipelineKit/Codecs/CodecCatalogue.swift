@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// Maps image types to codecs (TIP's `TIPImageCodecCatalogue`). Thread-safe.
 ///
@@ -14,7 +15,7 @@ public final class CodecCatalogue: Sendable {
         /// Registration order, for detection of formats without magic numbers.
         var order: [ImageType] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A catalogue holding `codecs` (later entries win for the same type).
     public init(codecs: [any ImageCodec] = []) {

@@ -2,6 +2,7 @@ import Foundation
 import CoreMetrics
 import Logging
 import Synchronization
+import PipelineLocking
 
 /// Limits and totals shared by every pipeline (TIP's `TIPGlobalConfiguration`, tip-behaviour a7, b11).
 ///
@@ -32,16 +33,16 @@ public final class GlobalConfiguration: Sendable {
     let renderedPool: CachePool<RenderedCollection>
     let memoryPool: CachePool<CacheEntry>
     let diskPool: DiskCachePool
-    private let observer = Mutex<(any ProblemObserver)?>(nil)
-    private let callbackQueue = Mutex<DispatchQueue>(.main)
-    private let pipelineObservers = Mutex<[WeakObserver]>([])
-    private let coordinator: Mutex<DownloadCoordinator?> = Mutex(nil)
+    private let observer = Locked<(any ProblemObserver)?>(nil)
+    private let callbackQueue = Locked<DispatchQueue>(.main)
+    private let pipelineObservers = Locked<[WeakObserver]>([])
+    private let coordinator: Locked<DownloadCoordinator?> = Locked(nil)
     /// Marks a delegate queue with its own identity, so a fetch can tell it was started on it (never `Thread.isMainThread`:
     /// under `swift test` on Linux the main queue does not run on the main thread).
     static let delegateQueueKey = DispatchSpecificKey<ObjectIdentifier>()
-    private let currentLogger = Mutex<Logger?>(nil)
+    private let currentLogger = Locked<Logger?>(nil)
     /// See ``metricsFactory``; `nil` reads `MetricsSystem.factory` at each use.
-    let chosenMetricsFactory = Mutex<(any MetricsFactory)?>(nil)
+    let chosenMetricsFactory = Locked<(any MetricsFactory)?>(nil)
 
     private struct WeakObserver {
         weak var observer: (any ImagePipelineObserver)?

@@ -1,4 +1,5 @@
 import Synchronization
+import PipelineLocking
 
 /// The live pipelines of this process, by identifier (TIP's registry of identifier → weak pipeline, a1).
 ///
@@ -13,7 +14,7 @@ final class PipelineRegistry: Sendable {
         weak var pipeline: ImagePipeline?
     }
 
-    private let slots = Mutex<[String: Slot]>([:])
+    private let slots = Locked<[String: Slot]>([:])
 
     /// Reserves `identifier`; false when a live (or initialising) pipeline holds it.
     func claim(_ identifier: String) -> Bool {

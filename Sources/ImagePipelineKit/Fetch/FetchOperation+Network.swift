@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 // The network step of a fetch (tip-behaviour b2 step 6, b7, b9): a share of a coordinated download, progress,
 // decoding once complete, and percolation of the bytes into the memory and disk caches.
@@ -131,7 +132,7 @@ extension FetchOperation {
 final class FetchNetworkClient: NetworkLoadClient {
     private let operation: FetchOperation
     /// From the response head; read for each chunk.
-    private let expected = Mutex<Int?>(nil)
+    private let expected = Locked<Int?>(nil)
 
     init(operation: FetchOperation) {
         self.operation = operation

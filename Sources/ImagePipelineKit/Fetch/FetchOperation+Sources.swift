@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 // The source-by-source walk of a fetch (tip-behaviour b2): memory → own disk → other live pipelines' disks →
 // additional caches → network. Every method runs on the operation's queue; decoding happens here, never on
@@ -98,7 +99,7 @@ extension FetchOperation {
         shared.withLock { $0.previewResult = preview }
         metricsRecorder.hitPreview()
         // A delegate that answers twice is heard once.
-        let answered = Mutex(false)
+        let answered = Locked(false)
         pipeline.configuration.delegateQueue.async { [self] in
             guard let delegate else { return queue.async(execute: next) }
             delegate.fetchOperation(self, didLoadPreviewImage: preview) { [self] decision in

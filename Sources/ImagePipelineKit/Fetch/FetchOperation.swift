@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// One image fetch through a pipeline (TIP's `TIPImageFetchOperation`, a3 and b2).
 ///
@@ -13,7 +14,7 @@ import Synchronization
 /// Thread-safe: public properties can be read and ``priority`` changed from any thread.
 public final class FetchOperation: Operation, @unchecked Sendable {
     // @unchecked: the fetch's working state (partial, network attachment, decoded images) is touched only on
-    // `queue` (methods named `_queue_…`); what public getters read is behind `shared`'s Mutex; `lifecycle` is
+    // `queue` (methods named `_queue_…`); what public getters read is behind `shared`'s lock; `lifecycle` is
     // thread-safe.
 
     /// TIP's fetch states: positive while active, negative once finished.
@@ -53,7 +54,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     public let pipeline: ImagePipeline
     /// Anything the caller wants to keep with the operation.
     public let context: (any Sendable)?
-    let shared = Mutex(Shared())
+    let shared = Locked(Shared())
     let lifecycle = OperationLifecycle()
     let queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation")
     /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.

@@ -7,8 +7,8 @@ public struct FetchResult: Sendable {
     public var source: ImageLoadSource
     /// The URL the image came from (for a rendered-cache hit, the URL it was first loaded from).
     public var url: URL
-    /// The dimensions the image was decoded at, before the final scaling (TIP's quirk: with a smaller target,
-    /// the decode-at-target size, not the file's).
+    /// The image's own dimensions, as its file declares them (after EXIF orientation). TIP reported the
+    /// decode-at-target size here when a smaller target was given (scenario 60); this is the file's.
     public var originalDimensions: PixelSize
     public var isPlaceholder: Bool
     public var identifier: String

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import PipelineLocking
 
 /// Recycles large pixel buffers so decodes do not pay first-touch page faults.
 ///
@@ -32,7 +33,7 @@ public final class BitmapBufferPool: Sendable {
         var retainedBytes = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Most bytes kept for reuse.
     public let capacity: Int
 

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// Runs image downloads for fetches: one download shared by identical fetches, highest priority first, a
 /// bounded number at a time, resuming partial images (TIP's image downloader, tip-behaviour b7).
@@ -17,13 +18,13 @@ import Synchronization
 /// are named `_queue_…`, and clients are called on it.
 public final class DownloadCoordinator: @unchecked Sendable {
     // @unchecked: `downloads`, `pending`, `running` and every SharedDownload are touched only on `queue`;
-    // `limit` is behind its Mutex.
+    // `limit` is behind its lock.
 
     /// The downloader that moves the bytes.
     public let downloader: any ImageDownloader
     let queue = DispatchQueue(label: "ImagePipelineKit.DownloadCoordinator")
     private let onQueue = DispatchSpecificKey<ObjectIdentifier>()
-    private let limit: Mutex<Int>
+    private let limit: Locked<Int>
     private let configuration: GlobalConfiguration
     private var downloads: [NetworkLoadRequest.SharingKey: SharedDownload] = [:]
     private var pending: [SharedDownload] = []
@@ -33,7 +34,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
     /// A coordinator over `downloader`, reporting problems to `configuration`.
     public init(downloader: any ImageDownloader, maxConcurrentDownloads: Int = 4, configuration: GlobalConfiguration = .shared) {
         self.downloader = downloader
-        self.limit = Mutex(maxConcurrentDownloads)
+        self.limit = Locked(maxConcurrentDownloads)
         self.configuration = configuration
         queue.setSpecific(key: onQueue, value: ObjectIdentifier(self))
     }
@@ -120,10 +121,10 @@ public final class DownloadCoordinator: @unchecked Sendable {
 /// One fetch's membership in a shared download: change its priority or leave it. Thread-safe.
 public final class NetworkLoadAttachment: @unchecked Sendable {
     // @unchecked: `download`, `isDetached` and `isCaughtUp` are touched only on the coordinator's queue;
-    // `currentPriority` is behind its Mutex.
+    // `currentPriority` is behind its lock.
     let client: any NetworkLoadClient
     private let coordinator: DownloadCoordinator
-    private let currentPriority: Mutex<Operation.QueuePriority>
+    private let currentPriority: Locked<Operation.QueuePriority>
     /// The download this fetch belongs to; the two hold each other until the fetch is detached.
     var download: SharedDownload?
     /// Set once the fetch's outcome was delivered (or it left).
@@ -134,7 +135,7 @@ public final class NetworkLoadAttachment: @unchecked Sendable {
     init(coordinator: DownloadCoordinator, client: any NetworkLoadClient, priority: Operation.QueuePriority) {
         self.coordinator = coordinator
         self.client = client
-        currentPriority = Mutex(priority)
+        currentPriority = Locked(priority)
     }
 
     /// This fetch's priority; changing it re-prioritises the shared download (and its place in the queue).

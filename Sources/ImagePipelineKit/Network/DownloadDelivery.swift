@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// The half of a download that both downloaders share: it owns the delegate, delivers events to it one at a
 /// time on the download's serial queue, guarantees exactly one completion, and enforces the limits that do
@@ -20,7 +21,7 @@ package final class DownloadDelivery: Sendable {
     package let queue: DispatchQueue
     private let limits: DownloadLimits
     private let clock = ContinuousClock()
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State {
         var delegate: (any ImageDownloadDelegate)?
@@ -46,7 +47,7 @@ package final class DownloadDelivery: Sendable {
         queue = DispatchQueue(label: label)
         self.limits = limits
         let now = ContinuousClock().now
-        state = Mutex(State(delegate: delegate, started: now, lastActivity: now))
+        state = Locked(State(delegate: delegate, started: now, lastActivity: now))
     }
 
     /// Binds the public task passed to the delegate (kept until the completion is delivered) and starts the

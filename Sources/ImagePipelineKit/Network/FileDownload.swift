@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import PipelineLocking
 #endif
 
 /// Streams a local file through a ``DownloadDelivery`` as if a server had sent it: `200` with
@@ -21,7 +22,7 @@ package final class FileDownload: Sendable {
     private let delivery: DownloadDelivery
     /// The open descriptor, or -1 once closed. Reads happen on the delivery's queue; the lock makes closing
     /// from `stop` (any thread) safe against them.
-    private let descriptor = Mutex<Int32>(-1)
+    private let descriptor = Locked<Int32>(-1)
 
     /// A download of the file at `path` (from `url`), reporting to `delivery`.
     package init(url: URL, path: String, delivery: DownloadDelivery) {

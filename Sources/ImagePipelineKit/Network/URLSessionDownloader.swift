@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import PipelineLocking
 #endif
 
 /// An ``ImageDownloader`` on Foundation's `URLSession` (libcurl underneath on Linux): no extra dependency, but
@@ -93,7 +94,7 @@ public final class URLSessionDownloader: ImageDownloader {
 package final class URLSessionImageDownloadTask: ImageDownloadTask {
     package let request: DownloadRequest
     let delivery: DownloadDelivery
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State {
         var priority: Operation.QueuePriority
@@ -107,7 +108,7 @@ package final class URLSessionImageDownloadTask: ImageDownloadTask {
         self.request = request
         delivery = DownloadDelivery(delegate: delegate, limits: request.limits,
                                     label: "ImagePipelineKit.URLSessionDownloader.download")
-        state = Mutex(State(priority: request.priority, currentURL: request.url, currentHeaders: request.headers))
+        state = Locked(State(priority: request.priority, currentURL: request.url, currentHeaders: request.headers))
         delivery.begin(task: self)
     }
 
@@ -154,7 +155,7 @@ package final class URLSessionImageDownloadTask: ImageDownloadTask {
 
 /// Routes the session's callbacks to the download they belong to.
 final class URLSessionDownloadRouter: NSObject, URLSessionDataDelegate, Sendable {
-    private let tasks = Mutex<[Int: URLSessionImageDownloadTask]>([:])
+    private let tasks = Locked<[Int: URLSessionImageDownloadTask]>([:])
 
     func register(_ task: URLSessionImageDownloadTask, for dataTask: URLSessionTask) {
         tasks.withLock { $0[dataTask.taskIdentifier] = task }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// Why a pipeline could not be created.
 public enum ImagePipelineError: Error, Hashable, Sendable {
@@ -27,8 +28,8 @@ public final class ImagePipeline: Sendable {
     public let diskCache: DiskCache?
     /// The configuration whose limits the caches share.
     public let configuration: GlobalConfiguration
-    private let ownObserver = Mutex<(any ImagePipelineObserver)?>(nil)
-    private let extraCaches = Mutex<[any AdditionalImageCache]>([])
+    private let ownObserver = Locked<(any ImagePipelineObserver)?>(nil)
+    private let extraCaches = Locked<[any AdditionalImageCache]>([])
 
     /// Read-only caches tried, in order, after the disk caches (TIP's `additionalCaches`).
     public var additionalCaches: [any AdditionalImageCache] {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// The executing and finished flags of an asynchronous Foundation `Operation`, moved once each way
 /// (ready → executing → finished), with the KVO notifications an `OperationQueue` waits for.
@@ -8,7 +9,7 @@ import Synchronization
 /// `start()` calls ``begin(_:)`` and their last step calls ``finish(_:)``.
 final class OperationLifecycle: Sendable {
     private enum Phase { case ready, executing, finished }
-    private let phase = Mutex(Phase.ready)
+    private let phase = Locked(Phase.ready)
 
     var isExecuting: Bool { phase.withLock { $0 == .executing } }
     var isFinished: Bool { phase.withLock { $0 == .finished } }

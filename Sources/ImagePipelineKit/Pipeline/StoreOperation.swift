@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PipelineLocking
 
 /// Puts an image into a pipeline's caches (TIP's store operation, tip-behaviour b14).
 ///
@@ -11,7 +12,7 @@ import Synchronization
 ///
 /// Store operations cannot be cancelled: `cancel()` does nothing (as in TIP, where it is an error).
 public final class StoreOperation: Operation, @unchecked Sendable {
-    // @unchecked: `state` is behind its Mutex, `lifecycle` is thread-safe; everything else is immutable after init.
+    // @unchecked: `state` is behind its lock, `lifecycle` is thread-safe; everything else is immutable after init.
 
     /// Called once with the operation, whether the image is now cached, and the error when it is not.
     public typealias Completion = @Sendable (StoreOperation, Bool, (any Error)?) -> Void
@@ -24,7 +25,7 @@ public final class StoreOperation: Operation, @unchecked Sendable {
     public let request: StoreRequest
     private let pipeline: ImagePipeline
     private let completion: Completion?
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let lifecycle = OperationLifecycle()
 
     init(request: StoreRequest, pipeline: ImagePipeline, completion: Completion?) {
