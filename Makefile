@@ -25,16 +25,13 @@ stress-tsan: deps
 	$(SWIFT) test --skip-build --sanitize=thread -Xswiftc -DTSAN_VISIBLE_LOCKS --scratch-path .build-tsan --disable-xctest \
 		--filter 'FetchStressTests|FetchOperationTests|DownloadCoordinatorTests|AsyncFetchTests|ImageViewFetchHelperTests'
 
-# Until the scroll simulation lands: decode every bundled sample image and write PNGs you can open.
+# The main job: a scrolling grid of image views against the embedded origin over a Wi-Fi-like link, then the
+# same over 3G. The report also goes to $(DEMO_OUT)/scroll-*.json.
 demo: deps
 	$(SWIFT) build -c release --product sample-cli
 	@mkdir -p $(DEMO_OUT)
-	@for f in SampleCLI/Images/*.jpg SampleCLI/Images/*.png SampleCLI/Images/*.gif SampleCLI/Images/*.webp; do \
-		name=$$(basename $$f | tr . -); \
-		.build/release/sample-cli decode "$$f" --out $(DEMO_OUT)/$$name.png || exit 1; \
-		.build/release/sample-cli decode "$$f" --target 128x128 --mode fill --out $(DEMO_OUT)/$$name-128-fill.png || exit 1; \
-	done
-	@echo "demo: wrote $$(ls $(DEMO_OUT) | wc -l) PNGs to $(DEMO_OUT)/"
+	.build/release/sample-cli scroll --network wifi --seconds 8 --json $(DEMO_OUT)/scroll-wifi.json
+	.build/release/sample-cli scroll --network 3g --script fling --seconds 8 --json $(DEMO_OUT)/scroll-3g.json
 
 # Decode benchmark against libjpeg-turbo/libpng/giflib anchors measured in the same run (release build),
 # then the cache benchmark (B1-B3) against a bare dictionary and POSIX reads in the same process.

@@ -7,11 +7,11 @@ struct SampleCLI: AsyncParsableCommand {
         commandName: "sample-cli",
         abstract: "ImagePipelineKit's sample program.",
         discussion: """
-            Subcommands so far: fetch (through a pipeline with a disk cache), inspect (what the caches \
-            hold), decode, bench, serve (the loopback origin the tests use). The scroll simulation arrives \
-            with the view helper.
+            scroll simulates a scrolling grid of image views against an embedded origin (what `make demo` \
+            runs); fetch goes through a pipeline with a disk cache; inspect lists what the caches hold; \
+            decode, bench, serve (the loopback origin the tests use).
             """,
-        subcommands: [FetchCommand.self, InspectCommand.self, DecodeCommand.self, BenchCommand.self,
+        subcommands: [ScrollCommand.self, FetchCommand.self, InspectCommand.self, DecodeCommand.self, BenchCommand.self,
                       CacheTortureCommand.self, ServeCommand.self]
     )
 }

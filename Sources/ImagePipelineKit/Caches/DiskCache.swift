@@ -86,7 +86,8 @@ public final class DiskCache: @unchecked Sendable {
     /// The unexpired parts of `identifier`'s entry, with their bytes. Expired parts are deleted; a part whose
     /// file does not match the index is deleted and reported.
     public func entry(for identifier: String, now: Date = Date()) -> CacheEntry? {
-        pool.withLock {
+        DelegateQueueDiagnostics.noteHeavyWork()
+        return pool.withLock {
             let entry = CacheEntry(
                 complete: _locked_read(EntryKey(identifier: identifier, partial: false), now: now).map { row, data in
                     row.cachedImage(data, lastAccess: now)
@@ -102,7 +103,8 @@ public final class DiskCache: @unchecked Sendable {
 
     /// The complete image of `identifier` without refreshing its last access (another pipeline looking, b6).
     public func peek(identifier: String, now: Date = Date()) -> CachedImageData? {
-        pool.withLock {
+        DelegateQueueDiagnostics.noteHeavyWork()
+        return pool.withLock {
             _locked_read(EntryKey(identifier: identifier, partial: false), now: now, touch: false).map { row, data in
                 row.cachedImage(data, lastAccess: row.lastAccess)
             }
@@ -142,6 +144,7 @@ public final class DiskCache: @unchecked Sendable {
     /// large as the partial replaces the partial. Returns whether the bytes are now on disk.
     @discardableResult
     public func storeComplete(_ image: CachedImageData, identifier: String, forced: Bool = false) -> Bool {
+        DelegateQueueDiagnostics.noteHeavyWork()
         guard !image.data.isEmpty else { return false }
         return pool.withLock {
             let key = EntryKey(identifier: identifier, partial: false)
@@ -165,6 +168,7 @@ public final class DiskCache: @unchecked Sendable {
     /// Stores a partial download for resuming, unless a complete image at least as large is already there.
     @discardableResult
     public func storePartial(_ partial: PartialImageData, identifier: String) -> Bool {
+        DelegateQueueDiagnostics.noteHeavyWork()
         guard !partial.data.isEmpty else { return false }
         return pool.withLock {
             if let complete = try? _locked_row(EntryKey(identifier: identifier, partial: false)),

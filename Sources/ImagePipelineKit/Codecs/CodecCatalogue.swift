@@ -90,6 +90,7 @@ public final class CodecCatalogue: Sendable {
     public func decode(
         _ data: Data, target: TargetSizing = .original, configuration: DecoderConfiguration = .default
     ) throws -> DecodedImage {
+        DelegateQueueDiagnostics.noteHeavyWork()
         guard !data.isEmpty else { throw ImageCodecError.truncated }
         guard let type = detectType(of: data, isComplete: true), let codec = codec(for: type) else {
             throw ImageCodecError.unrecognizedFormat

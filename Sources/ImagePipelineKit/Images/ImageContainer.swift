@@ -60,6 +60,7 @@ extension ImageContainer {
     public func scaled(for target: TargetSizing) throws -> ImageContainer {
         let size = target.scaledSize(of: dimensions)
         guard size != dimensions else { return self }
+        DelegateQueueDiagnostics.noteHeavyWork()
         return ImageContainer(frames: try frames.map { ImageFrame(bitmap: try $0.bitmap.scaled(to: size), duration: $0.duration) },
                               loopCount: loopCount)
     }

@@ -1,0 +1,195 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import ImageOriginServer
+import ImagePipelineHTTPClient
+import ImagePipelineKit
+
+/// `sample-cli scroll`: a headless grid of image views scrolled frame by frame, like a UI main loop.
+struct ScrollCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scroll",
+        abstract: "Simulate a scrolling grid of image views, frame by frame, and report what the pipeline did.",
+        discussion: """
+            An embedded loopback origin serves the bundled images (baseline and progressive JPEG, PNG, GIF, \
+            WebP) under a URL per cell, shaped by --network. A grid of --columns cells per row, --rows rows \
+            on screen, scrolls by --script at --fps for --seconds. Each visible cell is an ImageDisplaying view \
+            driven by an ImageViewFetchHelper, fetching at the cell size through a pipeline with a disk cache; \
+            cells that leave the screen cancel or lower their fetch (--disappearance). The frame loop runs on \
+            the delegate queue, like a UI's main thread: a frame is dropped when the work on that queue (the \
+            frame's own and every callback since the last frame) overruns the frame budget. The run checks \
+            that nothing decoded, scaled or touched the disk on that queue, and exits 1 if something did.
+            """
+    )
+
+    @Option(help: "The scroll: fling (fast, decelerating), steady (constant speed) or back-and-forth (revisits cells).")
+    var script: ScrollScript = .backAndForth
+
+    @Option(help: "Rows visible on screen.")
+    var rows = 4
+
+    @Option(help: "Cells per row.")
+    var columns = 3
+
+    @Option(help: "Cells in the whole grid.")
+    var items = 300
+
+    @Option(help: "Cell size in pixels (the target size of each fetch).")
+    var cellSize = 128
+
+    @Option(help: "Frames per second: 60 or 120.")
+    var fps = 60
+
+    @Option(help: "Length of the run in seconds.")
+    var seconds = 8.0
+
+    @Option(help: "The origin's network profile: loopback, wifi, lte or 3g.")
+    var network: NetworkProfile = .wifi
+
+    @Option(help: "What a cell does with its fetch when it scrolls off: none, cancel, lower, unload.")
+    var disappearance: DisappearanceChoice = .unload
+
+    @Option(help: "The downloader: urlsession or httpclient.")
+    var downloader: DownloaderChoice = .httpclient
+
+    @Option(help: ArgumentHelp("The directory for the pipeline's caches (default: a temporary one, removed after).",
+                               valueName: "DIR"))
+    var cacheDir: String?
+
+    @Option(help: ArgumentHelp("Write the report as JSON to this file.", valueName: "FILE"))
+    var json: String?
+
+    @Flag(help: "No live progress line.")
+    var quiet = false
+
+    func validate() throws {
+        guard fps == 60 || fps == 120 else { throw ValidationError("--fps must be 60 or 120") }
+        guard rows > 0, columns > 0, items >= rows * columns else { throw ValidationError("--items must fill the screen") }
+        guard cellSize >= 8, cellSize <= 2048 else { throw ValidationError("--cell-size must be between 8 and 2048") }
+        guard seconds > 0, seconds <= 600 else { throw ValidationError("--seconds must be in (0, 600]") }
+    }
+
+    func run() async throws {
+        let server = try await ImageOriginServer.start(port: 0)
+        let formats = try ScrollAssets.serve(on: server, items: items)
+        server.setShaping(network.shaping)
+        let root = cacheDir.map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-scroll-\(getpid())")
+        defer { if cacheDir == nil { try? FileManager.default.removeItem(at: root) } }
+
+        let configuration = GlobalConfiguration()
+        let mainQueue = DispatchQueue(label: "sample-cli.scroll.main")
+        configuration.delegateQueue = mainQueue
+        let imageDownloader: any ImageDownloader = switch downloader {
+        case .urlsession: URLSessionDownloader()
+        case .httpclient: HTTPClientDownloader()
+        }
+        configuration.imageDownloader = imageDownloader
+        let pipeline: ImagePipeline
+        do {
+            pipeline = try ImagePipeline(identifier: "scroll", configuration: configuration, cacheRoot: root)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let metricsBefore = DelegateQueueDiagnostics.violationCount
+        let simulation = ScrollSimulation(
+            pipeline: pipeline, queue: mainQueue, server: server, formats: formats,
+            layout: GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize),
+            script: script, fps: fps, seconds: seconds, disappearance: disappearance.behavior, quiet: quiet)
+        let report = await simulation.run()
+        let violations = DelegateQueueDiagnostics.violationCount - metricsBefore
+
+        var summary = report
+        summary.network = network.rawValue
+        summary.script = script.rawValue
+        summary.delegateQueueViolations = violations
+        summary.bytesTransferred = server.requestLog.reduce(0) { $0 + $1.bytesSent }
+        summary.requests = server.requestLog.count
+        summary.cacheTotals = [
+            "renderedBytes": configuration.totalBytesForAllRenderedCaches,
+            "memoryBytes": configuration.totalBytesForAllMemoryCaches,
+            "diskBytes": configuration.totalBytesForAllDiskCaches,
+        ]
+        summary.peakResidentBytes = ScrollReport.peakResidentBytes()
+        print(summary.table())
+        if let json {
+            try summary.jsonData().write(to: URL(fileURLWithPath: json))
+            print("report written to \(json)")
+        }
+        try await (imageDownloader as? HTTPClientDownloader)?.shutdown()
+        try await server.shutdown()
+        if violations > 0 {
+            print("FAIL: \(violations) decode, scale or disk operations ran on the main (delegate) queue")
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// `--script`.
+enum ScrollScript: String, ExpressibleByArgument, CaseIterable {
+    case fling, steady, backAndForth = "back-and-forth"
+}
+
+/// `--network`: bandwidth per response and time to first byte.
+enum NetworkProfile: String, ExpressibleByArgument, CaseIterable {
+    case loopback, wifi, lte, threeG = "3g"
+
+    var shaping: OriginShaping {
+        switch self {
+        case .loopback: OriginShaping()
+        case .wifi: OriginShaping(bytesPerSecond: 2_500_000, firstByteLatency: .milliseconds(20))
+        case .lte: OriginShaping(bytesPerSecond: 750_000, firstByteLatency: .milliseconds(60))
+        case .threeG: OriginShaping(bytesPerSecond: 100_000, firstByteLatency: .milliseconds(200))
+        }
+    }
+}
+
+/// `--disappearance`.
+enum DisappearanceChoice: String, ExpressibleByArgument, CaseIterable {
+    case none, cancel, lower, unload
+
+    var behavior: DisappearanceBehavior {
+        switch self {
+        case .none: .none
+        case .cancel: .cancelImageFetch
+        case .lower: .lowerImageFetchPriority
+        case .unload: .unload
+        }
+    }
+}
+
+/// The bundled images, each served under one URL per cell that shows it.
+enum ScrollAssets {
+    static let files = ["skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-camera.png",
+                        "skimage-chelsea.webp", "fire.gif", "skimage-hubble_deep_field.jpg", "skimage-chelsea.png",
+                        "welcome2.gif"]
+
+    /// Serves item `i` at `/cells/i/<file>`; returns each item's format name.
+    static func serve(on server: ImageOriginServer, items: Int) throws -> [String] {
+        var datas: [String: Data] = [:]
+        for name in files {
+            guard let path = FetchBench.bundledImagePath(name) else { throw ValidationError("bundled image \(name) not found") }
+            datas[name] = try Data(contentsOf: URL(fileURLWithPath: path))
+        }
+        var formats: [String] = []
+        for item in 0..<items {
+            let name = files[item % files.count]
+            server.setAsset(datas[name]!, at: path(item: item), contentType: "application/octet-stream")
+            formats.append(format(of: name))
+        }
+        return formats
+    }
+
+    static func path(item: Int) -> String { "/cells/\(item)/\(files[item % files.count])" }
+
+    static func format(of name: String) -> String {
+        if name.contains("progressive") { return "progressive-jpeg" }
+        switch (name as NSString).pathExtension {
+        case "jpg": return "jpeg"
+        case "png": return "png"
+        case "gif": return "gif"
+        case "webp": return "webp"
+        default: return "other"
+        }
+    }
+}

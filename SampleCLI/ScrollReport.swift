@@ -1,0 +1,98 @@
+import Foundation
+
+/// What `sample-cli scroll` measured: the summary table and the `--json` report.
+struct ScrollReport {
+    /// p50 and p95 of a set of delays, in milliseconds.
+    struct Latency {
+        var count: Int
+        var p50Ms: Double
+        var p95Ms: Double
+
+        init(_ delays: [Duration]) {
+            let sorted = delays.map(\.millisecondsValue).sorted()
+            count = sorted.count
+            p50Ms = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+            p95Ms = sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 95 / 100)]
+        }
+
+        var json: [String: Any] { ["count": count, "p50Ms": p50Ms, "p95Ms": p95Ms] }
+    }
+
+    var frames: Int
+    var fps: Int
+    var budgetMs: Double
+    var dropped: Int
+    /// Main-queue time per frame: the frame's own work plus the time earlier blocks (callbacks) held the queue.
+    var busyP50Ms: Double
+    var busyP99Ms: Double
+    /// The frame block's own work.
+    var workP50Ms: Double
+    var workP99Ms: Double
+    /// Average, over frames, of the share of visible cells showing an image.
+    var coverage: Double
+    /// Per format: time from a cell appearing to its first pixels, and to its final image.
+    var firstPixels: [String: Latency]
+    var finals: [String: Latency]
+    var sources: [String: Int]
+    var renderedHits: Int
+    var previews: Int
+    var incrementalImages: Int
+    var cancelled: Int
+    var cells: Int
+    var network = ""
+    var script = ""
+    var delegateQueueViolations = 0
+    var bytesTransferred = 0
+    var requests = 0
+    var cacheTotals: [String: Int] = [:]
+    var peakResidentBytes = 0
+
+    func table() -> String {
+        var lines: [String] = []
+        func row(_ name: String, _ value: String) { lines.append(name.padding(toLength: 50, withPad: " ", startingAt: 0) + value) }
+        row("script / network", "\(script) / \(network), \(cells) cells visited")
+        row("frames", "\(frames) at \(fps) fps (budget \(String(format: "%.2f", budgetMs)) ms)")
+        row("dropped frames", "\(dropped) (\(String(format: "%.1f", Double(dropped) * 100 / Double(max(frames, 1))))%)")
+        row("main-queue time per frame p50 / p99", String(format: "%.3f / %.3f ms (frame work alone %.3f / %.3f ms)",
+                                                            busyP50Ms, busyP99Ms, workP50Ms, workP99Ms))
+        row("visible cells showing an image", String(format: "%.1f%% of cell-frames", coverage * 100))
+        for format in Set(firstPixels.keys).union(finals.keys).sorted() {
+            let first = firstPixels[format].map { String(format: "%.1f / %.1f ms", $0.p50Ms, $0.p95Ms) } ?? "-"
+            let final = finals[format].map { String(format: "%.1f / %.1f ms (n=%d)", $0.p50Ms, $0.p95Ms, $0.count) } ?? "-"
+            row("  \(format): first pixels; final p50/p95", "\(first); \(final)")
+        }
+        let order = ["memory", "disk", "additional", "network", "networkResumed"]
+        row("final images by source", order.compactMap { key in sources[key].map { "\(key) \($0)" } }.joined(separator: ", ")
+            + " (of which shown before load returned: \(renderedHits))")
+        row("previews / scans and first frames", "\(previews) / \(incrementalImages)")
+        row("fetches cancelled off screen", "\(cancelled)")
+        row("requests / bytes transferred", "\(requests) / \(bytesTransferred)")
+        row("cache totals", "rendered \(cacheTotals["renderedBytes"] ?? 0) B, memory \(cacheTotals["memoryBytes"] ?? 0) B, disk \(cacheTotals["diskBytes"] ?? 0) B")
+        row("peak resident memory", "\(peakResidentBytes >> 20) MiB")
+        row("decode/scale/disk on the main queue", delegateQueueViolations == 0 ? "none (checked)" : "\(delegateQueueViolations) — FAIL")
+        return lines.joined(separator: "\n")
+    }
+
+    func jsonData() throws -> Data {
+        let object: [String: Any] = [
+            "script": script, "network": network, "frames": frames, "fps": fps, "frameBudgetMs": budgetMs,
+            "droppedFrames": dropped, "mainQueueMsPerFrame": ["p50": busyP50Ms, "p99": busyP99Ms],
+            "frameWorkMs": ["p50": workP50Ms, "p99": workP99Ms], "visibleCellsShowingImage": coverage,
+            "timeToFirstPixels": firstPixels.mapValues(\.json), "timeToFinalImage": finals.mapValues(\.json),
+            "finalImagesBySource": sources, "shownBeforeLoadReturned": renderedHits, "previews": previews,
+            "scansAndFirstFrames": incrementalImages, "fetchesCancelled": cancelled, "requests": requests,
+            "bytesTransferred": bytesTransferred, "cacheTotals": cacheTotals, "peakResidentBytes": peakResidentBytes,
+            "cellsVisited": cells, "mainQueueViolations": delegateQueueViolations,
+        ]
+        return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
+    }
+
+    /// This process's peak resident set (`VmHWM`).
+    static func peakResidentBytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
+        return kilobytes * 1024
+    }
+}

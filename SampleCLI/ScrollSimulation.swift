@@ -1,0 +1,246 @@
+import Dispatch
+import Foundation
+import ImageOriginServer
+import ImagePipelineKit
+
+/// Where the cells are: `columns` per row, `rows` on screen, `items` in all, square cells of `cellSize` px.
+struct GridLayout {
+    let rows: Int
+    let columns: Int
+    let items: Int
+    let cellSize: Int
+
+    var totalRows: Int { (items + columns - 1) / columns }
+    var maxOffset: Double { Double(max(0, totalRows - rows) * cellSize) }
+
+    /// The items whose rows intersect the viewport at `offset` (pixels from the top).
+    func visibleItems(at offset: Double) -> Range<Int> {
+        let first = Int(offset) / cellSize
+        let last = min(totalRows - 1, (Int(offset) + rows * cellSize - 1) / cellSize)
+        return (first * columns)..<min(items, (last + 1) * columns)
+    }
+}
+
+/// One cell of the grid: an ``ImageDisplaying`` view with its helper and what it saw. Main queue only.
+final class ScrollCell: ImageDisplaying, ImageViewFetchHelperDelegate, @unchecked Sendable {
+    let item: Int
+    let format: String
+    let displaySize: PixelSize
+    var displayedImage: ImageContainer? {
+        didSet {
+            guard displayedImage != nil, !shownPixels, let appearedAt else { return }
+            shownPixels = true
+            stats.firstPixelDelays[format, default: []].append(.now - appearedAt)
+        }
+    }
+    var helper: ImageViewFetchHelper!
+    /// When the current visit began; `nil` while off screen.
+    var appearedAt: ContinuousClock.Instant?
+    /// Whether this visit has shown pixels, and its final image.
+    var shownPixels = false
+    var shownFinal = false
+    /// The run's tallies (main queue only, like the cell).
+    unowned let stats: ScrollStats
+
+    init(item: Int, format: String, side: Int, stats: ScrollStats) {
+        self.item = item
+        self.format = format
+        self.displaySize = PixelSize(width: side, height: side)
+        self.stats = stats
+    }
+
+    func imageViewFetchHelper(_ helper: ImageViewFetchHelper, didShow result: FetchResult, isFinal: Bool) {
+        if isFinal {
+            stats.finalSources[result.source.description, default: 0] += 1
+            guard !shownFinal, let appearedAt else { return }
+            shownFinal = true
+            stats.finalDelays[format, default: []].append(.now - appearedAt)
+        } else if helper.isShowingPreview {
+            stats.previews += 1
+        } else {
+            stats.incrementalImages += 1
+        }
+    }
+}
+
+/// Tallies of one run (main queue only).
+final class ScrollStats: @unchecked Sendable {
+    var finalSources: [String: Int] = [:]
+    var finalDelays: [String: [Duration]] = [:]
+    var firstPixelDelays: [String: [Duration]] = [:]
+    var previews = 0
+    var incrementalImages = 0
+    var renderedHits = 0
+    var cancelled = 0
+    var frameWork: [Duration] = []
+    var frameBusy: [Duration] = []
+    var dropped = 0
+    var coverage: [Double] = []
+    var imagesCompletedPerFrame: [Int] = []
+}
+
+/// Drives the grid frame by frame on the main (delegate) queue.
+final class ScrollSimulation: @unchecked Sendable {
+    // @unchecked: every mutable property is touched on `queue` only, except `done`, handed over once.
+    let pipeline: ImagePipeline
+    let queue: DispatchQueue
+    let server: ImageOriginServer
+    let formats: [String]
+    let layout: GridLayout
+    let script: ScrollScript
+    let fps: Int
+    let seconds: Double
+    let disappearance: DisappearanceBehavior
+    let quiet: Bool
+    private let stats = ScrollStats()
+    private var cells: [Int: ScrollCell] = [:]
+    private var visible: Set<Int> = []
+
+    init(pipeline: ImagePipeline, queue: DispatchQueue, server: ImageOriginServer, formats: [String], layout: GridLayout,
+         script: ScrollScript, fps: Int, seconds: Double, disappearance: DisappearanceBehavior, quiet: Bool) {
+        self.pipeline = pipeline
+        self.queue = queue
+        self.server = server
+        self.formats = formats
+        self.layout = layout
+        self.script = script
+        self.fps = fps
+        self.seconds = seconds
+        self.disappearance = disappearance
+        self.quiet = quiet
+    }
+
+    /// Runs every frame, then gathers the report.
+    func run() async -> ScrollReport {
+        let frameCount = Int(seconds * Double(fps))
+        let budget = Duration.nanoseconds(1_000_000_000 / fps)
+        let start = ContinuousClock.now + .milliseconds(50)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            // The vsync: a thread of its own that enqueues each frame on the main queue at its time.
+            Thread.detachNewThread { [self] in
+                for frame in 0..<frameCount {
+                    let deadline = start + budget * frame
+                    let wait = deadline - .now
+                    if wait > .zero { Thread.sleep(forTimeInterval: wait.secondsValue) }
+                    queue.async { [self] in runFrame(frame, scheduled: deadline, budget: budget) }
+                }
+                queue.async { continuation.resume() }
+            }
+        }
+        return queue.sync { report(frameCount: frameCount, budget: budget) }
+    }
+
+    // Runs on the main queue.
+    private func runFrame(_ frame: Int, scheduled: ContinuousClock.Instant, budget: Duration) {
+        let began = ContinuousClock.now
+        let time = Double(frame) / Double(fps)
+        let offset = min(max(0, position(at: time)), layout.maxOffset)
+        let nowVisible = Set(layout.visibleItems(at: offset))
+        for item in visible.subtracting(nowVisible) { disappear(item) }
+        for item in nowVisible.subtracting(visible).sorted() { appear(item) }
+        visible = nowVisible
+        let showing = visible.filter { cells[$0]?.displayedImage != nil }.count
+        stats.coverage.append(visible.isEmpty ? 1 : Double(showing) / Double(visible.count))
+        let ended = ContinuousClock.now
+        let work = ended - began
+        // Time the queue was busy with earlier blocks (callbacks) past this frame's start, plus the frame itself.
+        let busy = max(.zero, began - scheduled) + work
+        stats.frameWork.append(work)
+        stats.frameBusy.append(busy)
+        if busy > budget { stats.dropped += 1 }
+        stats.imagesCompletedPerFrame.append(stats.finalSources.values.reduce(0, +))
+        if !quiet, frame % fps == 0 {
+            let line = String(format: "\rframe %5d  offset %7.0f px  visible %2d  showing %2d  images %4d  dropped %d",
+                              frame, offset, visible.count, showing, stats.finalSources.values.reduce(0, +), stats.dropped)
+            FileHandle.standardError.write(Data(line.utf8))
+        }
+    }
+
+    /// Scroll offset in pixels at `time` seconds.
+    private func position(at time: Double) -> Double {
+        let screen = Double(layout.rows * layout.cellSize)
+        switch script {
+        case .steady:
+            return time * 1.5 * screen
+        case .fling:
+            // A fling of 8 screens/s that decays (τ = 0.6 s), repeated every 2 s, always downwards.
+            let period = 2.0, tau = 0.6
+            let flings = (time / period).rounded(.down)
+            let t = time - flings * period
+            let perFling = 8 * screen * tau * (1 - exp(-period / tau))
+            return flings * perFling + 8 * screen * tau * (1 - exp(-t / tau))
+        case .backAndForth:
+            // Down 4 screens and back up every 4 s: the same cells come back, from the caches.
+            return 2 * screen * (1 - cos(2 * Double.pi * time / 4))
+        }
+    }
+
+    // Runs on the main queue.
+    private func appear(_ item: Int) {
+        let cell = cells[item] ?? makeCell(item)
+        let now = ContinuousClock.now
+        cell.appearedAt = now
+        // A cell that kept its image (a lowered or untouched fetch) shows it from its first frame back.
+        cell.shownPixels = cell.displayedImage != nil
+        if cell.shownPixels { stats.firstPixelDelays[cell.format, default: []].append(.zero) }
+        cell.shownFinal = cell.shownPixels && !cell.helper.isLoading && !cell.helper.isShowingPreview
+        if cell.shownFinal { stats.finalDelays[cell.format, default: []].append(.zero) }
+        let hadImage = cell.displayedImage != nil
+        if cell.helper.source == nil {
+            cell.helper.load(.url(server.url(for: ScrollAssets.path(item: item))))
+        } else {
+            cell.helper.viewWillAppear()
+            cell.helper.viewDidAppear()
+        }
+        // The final image came from the rendered cache before `load`/`viewWillAppear` returned (TIP's b3).
+        if !hadImage, cell.displayedImage != nil, !cell.helper.isLoading { stats.renderedHits += 1 }
+    }
+
+    // Runs on the main queue.
+    private func disappear(_ item: Int) {
+        guard let cell = cells[item] else { return }
+        if cell.helper.isLoading, disappearance == .cancelImageFetch || disappearance == .unload { stats.cancelled += 1 }
+        cell.helper.viewWillDisappear()
+        cell.helper.viewDidDisappear()
+        cell.appearedAt = nil
+    }
+
+    private func makeCell(_ item: Int) -> ScrollCell {
+        let cell = ScrollCell(item: item, format: formats[item], side: layout.cellSize, stats: stats)
+        let helper = ImageViewFetchHelper(view: cell, pipeline: pipeline)
+        helper.disappearanceBehavior = disappearance
+        helper.delegate = cell
+        cell.helper = helper
+        cells[item] = cell
+        return cell
+    }
+
+    // Runs on the main queue.
+    private func report(frameCount: Int, budget: Duration) -> ScrollReport {
+        if !quiet { FileHandle.standardError.write(Data("\n".utf8)) }
+        return ScrollReport(
+            frames: frameCount, fps: fps, budgetMs: budget.millisecondsValue, dropped: stats.dropped,
+            busyP50Ms: percentile(stats.frameBusy, 0.5), busyP99Ms: percentile(stats.frameBusy, 0.99),
+            workP50Ms: percentile(stats.frameWork, 0.5), workP99Ms: percentile(stats.frameWork, 0.99),
+            coverage: stats.coverage.isEmpty ? 0 : stats.coverage.reduce(0, +) / Double(stats.coverage.count),
+            firstPixels: stats.firstPixelDelays.mapValues { ScrollReport.Latency($0) },
+            finals: stats.finalDelays.mapValues { ScrollReport.Latency($0) },
+            sources: stats.finalSources, renderedHits: stats.renderedHits, previews: stats.previews,
+            incrementalImages: stats.incrementalImages, cancelled: stats.cancelled, cells: cells.count)
+    }
+
+    private func percentile(_ values: [Duration], _ fraction: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))].millisecondsValue
+    }
+}
+
+extension Duration {
+    var secondsValue: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    var millisecondsValue: Double { secondsValue * 1000 }
+}

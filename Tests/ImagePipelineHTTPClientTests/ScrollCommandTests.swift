@@ -1,0 +1,30 @@
+import Foundation
+import Testing
+import TestSupport
+
+@Suite("sample-cli scroll", .enabled(if: SampleCLIBinary.path != nil, "sample-cli is not built next to the tests"))
+struct ScrollCommandTests {
+    @Test("A short back-and-forth run: every frame counted, images from the network then the caches, nothing heavy on the main queue, a JSON report")
+    func shortRun() async throws {
+        let report = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-scroll-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: report) }
+        let run = try await SampleCLIBinary.run(["scroll", "--seconds", "5", "--network", "loopback", "--quiet",
+                                                 "--json", report.path])
+        #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+        #expect(run.stdout.contains("decode/scale/disk on the main queue") && run.stdout.contains("none (checked)"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: report)) as? [String: Any])
+        #expect(object["frames"] as? Int == 300 && object["mainQueueViolations"] as? Int == 0)
+        let sources = try #require(object["finalImagesBySource"] as? [String: Int])
+        // The first screens load from the network; scrolling back shows the same cells again from the caches.
+        #expect((sources["network"] ?? 0) > 0, "\(sources)")
+        #expect((sources["memory"] ?? 0) + (object["shownBeforeLoadReturned"] as? Int ?? 0) > 0, "\(sources)")
+        #expect((object["requests"] as? Int ?? 0) > 0 && (object["bytesTransferred"] as? Int ?? 0) > 0)
+        #expect((object["visibleCellsShowingImage"] as? Double ?? 0) > 0.5)
+    }
+
+    @Test("Bad options are refused with a message, not a crash")
+    func badOptions() async throws {
+        let run = try await SampleCLIBinary.run(["scroll", "--fps", "50"])
+        #expect(run.status != 0 && run.status != 1 && run.stderr.contains("--fps must be 60 or 120"))
+    }
+}
