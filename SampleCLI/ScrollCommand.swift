@@ -59,6 +59,14 @@ struct ScrollCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write the report as JSON to this file.", valueName: "FILE"))
     var json: String?
 
+    @Option(help: ArgumentHelp("Write the viewport at the end as a PNG, made from the pixels the cells hold.",
+                               valueName: "FILE.png"))
+    var snapshot: String?
+
+    @Option(help: ArgumentHelp("Write an SVG plot of main-queue time per frame and images completed over time.",
+                               valueName: "FILE.svg"))
+    var timeline: String?
+
     @Flag(help: "No live progress line.")
     var quiet = false
 
@@ -67,6 +75,7 @@ struct ScrollCommand: AsyncParsableCommand {
         guard rows > 0, columns > 0, items >= rows * columns else { throw ValidationError("--items must fill the screen") }
         guard cellSize >= 8, cellSize <= 2048 else { throw ValidationError("--cell-size must be between 8 and 2048") }
         guard seconds > 0, seconds <= 600 else { throw ValidationError("--seconds must be in (0, 600]") }
+        if let timeline, !timeline.hasSuffix(".svg") { throw ValidationError("--timeline writes SVG: give a .svg file") }
     }
 
     func run() async throws {
@@ -96,10 +105,10 @@ struct ScrollCommand: AsyncParsableCommand {
             pipeline: pipeline, queue: mainQueue, server: server, formats: formats,
             layout: GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize),
             script: script, fps: fps, seconds: seconds, disappearance: disappearance.behavior, quiet: quiet)
-        let report = await simulation.run()
+        let outcome = await simulation.run()
         let violations = DelegateQueueDiagnostics.violationCount - metricsBefore
 
-        var summary = report
+        var summary = outcome.report
         summary.network = network.rawValue
         summary.script = script.rawValue
         summary.delegateQueueViolations = violations
@@ -115,6 +124,18 @@ struct ScrollCommand: AsyncParsableCommand {
         if let json {
             try summary.jsonData().write(to: URL(fileURLWithPath: json))
             print("report written to \(json)")
+        }
+        if let snapshot {
+            let png = try ScrollPictures.snapshot(width: columns * cellSize, height: rows * cellSize, cellSize: cellSize,
+                                                  cells: outcome.viewport)
+            try png.write(to: URL(fileURLWithPath: snapshot))
+            print("viewport written to \(snapshot)")
+        }
+        if let timeline {
+            let svg = ScrollPictures.timeline(busyMs: outcome.busyMs, budgetMs: summary.budgetMs,
+                                              imagesCompleted: outcome.imagesCompleted)
+            try Data(svg.utf8).write(to: URL(fileURLWithPath: timeline))
+            print("timeline written to \(timeline)")
         }
         try await (imageDownloader as? HTTPClientDownloader)?.shutdown()
         try await server.shutdown()

@@ -95,6 +95,7 @@ final class ScrollSimulation: @unchecked Sendable {
     private let stats = ScrollStats()
     private var cells: [Int: ScrollCell] = [:]
     private var visible: Set<Int> = []
+    private var lastOffset = 0.0
 
     init(pipeline: ImagePipeline, queue: DispatchQueue, server: ImageOriginServer, formats: [String], layout: GridLayout,
          script: ScrollScript, fps: Int, seconds: Double, disappearance: DisappearanceBehavior, quiet: Bool) {
@@ -110,8 +111,16 @@ final class ScrollSimulation: @unchecked Sendable {
         self.quiet = quiet
     }
 
+    /// What a run leaves: the report, the viewport at the end, and per-frame series for the timeline.
+    struct Outcome {
+        var report: ScrollReport
+        var viewport: [ScrollPictures.PlacedImage]
+        var busyMs: [Double]
+        var imagesCompleted: [Int]
+    }
+
     /// Runs every frame, then gathers the report.
-    func run() async -> ScrollReport {
+    func run() async -> Outcome {
         let frameCount = Int(seconds * Double(fps))
         let budget = Duration.nanoseconds(1_000_000_000 / fps)
         let start = ContinuousClock.now + .milliseconds(50)
@@ -127,7 +136,21 @@ final class ScrollSimulation: @unchecked Sendable {
                 queue.async { continuation.resume() }
             }
         }
-        return queue.sync { report(frameCount: frameCount, budget: budget) }
+        return queue.sync {
+            Outcome(report: report(frameCount: frameCount, budget: budget), viewport: viewport(),
+                    busyMs: stats.frameBusy.map(\.millisecondsValue), imagesCompleted: stats.imagesCompletedPerFrame)
+        }
+    }
+
+    // Runs on the main queue: each visible cell's place in the viewport and its image.
+    private func viewport() -> [ScrollPictures.PlacedImage] {
+        visible.sorted().compactMap { item in
+            cells[item].map { cell in
+                ScrollPictures.PlacedImage(x: (item % layout.columns) * layout.cellSize,
+                                           y: (item / layout.columns) * layout.cellSize - Int(lastOffset),
+                                           image: cell.displayedImage)
+            }
+        }
     }
 
     // Runs on the main queue.
@@ -135,6 +158,7 @@ final class ScrollSimulation: @unchecked Sendable {
         let began = ContinuousClock.now
         let time = Double(frame) / Double(fps)
         let offset = min(max(0, position(at: time)), layout.maxOffset)
+        lastOffset = offset
         let nowVisible = Set(layout.visibleItems(at: offset))
         for item in visible.subtracting(nowVisible) { disappear(item) }
         for item in nowVisible.subtracting(visible).sorted() { appear(item) }

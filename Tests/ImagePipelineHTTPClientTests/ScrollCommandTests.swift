@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipelineKit
 import Testing
 import TestSupport
 
@@ -8,8 +9,12 @@ struct ScrollCommandTests {
     func shortRun() async throws {
         let report = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-scroll-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: report) }
+        let snapshot = report.deletingPathExtension().appendingPathExtension("png")
+        let timeline = report.deletingPathExtension().appendingPathExtension("svg")
+        defer { try? FileManager.default.removeItem(at: snapshot); try? FileManager.default.removeItem(at: timeline) }
         let run = try await SampleCLIBinary.run(["scroll", "--seconds", "5", "--network", "loopback", "--quiet",
-                                                 "--json", report.path])
+                                                 "--json", report.path, "--snapshot", snapshot.path,
+                                                 "--timeline", timeline.path])
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
         #expect(run.stdout.contains("decode/scale/disk on the main queue") && run.stdout.contains("none (checked)"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: report)) as? [String: Any])
@@ -20,6 +25,11 @@ struct ScrollCommandTests {
         #expect((sources["memory"] ?? 0) + (object["shownBeforeLoadReturned"] as? Int ?? 0) > 0, "\(sources)")
         #expect((object["requests"] as? Int ?? 0) > 0 && (object["bytesTransferred"] as? Int ?? 0) > 0)
         #expect((object["visibleCellsShowingImage"] as? Double ?? 0) > 0.5)
+        // The snapshot is the viewport (3 columns × 4 rows of 128 px) as a PNG our decoder reads back.
+        let picture = try CodecCatalogue.shared.decode(Data(contentsOf: snapshot))
+        #expect(picture.properties.type == .png && picture.container.dimensions == PixelSize(width: 384, height: 512))
+        let svg = try String(contentsOf: timeline, encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") && svg.contains("<polyline"))
     }
 
     @Test("Bad options are refused with a message, not a crash")
