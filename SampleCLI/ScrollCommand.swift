@@ -78,14 +78,55 @@ struct ScrollCommand: AsyncParsableCommand {
         if let timeline, !timeline.hasSuffix(".svg") { throw ValidationError("--timeline writes SVG: give a .svg file") }
     }
 
-    func run() async throws {
-        let server = try await ImageOriginServer.start(port: 0)
-        let formats = try ScrollAssets.serve(on: server, items: items)
-        server.setShaping(network.shaping)
-        let root = cacheDir.map { URL(fileURLWithPath: $0) }
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-scroll-\(getpid())")
-        defer { if cacheDir == nil { try? FileManager.default.removeItem(at: root) } }
+    @Flag(help: "Run twice and compare: conventional loading (a download and a full decode on the main queue per cell on display, no caches, no previews, no progressive), then the pipeline.")
+    var compare = false
 
+    func run() async throws {
+        let server = try await ScrollOrigin.start(items: items, shaping: network.shaping)
+        var reports: [(name: String, report: ScrollReport, outcome: ScrollSimulation.Outcome)] = []
+        if compare {
+            let conventional = try await simulate(on: server, conventional: true)
+            reports.append(("conventional", conventional.0, conventional.1))
+        }
+        let pipelined = try await simulate(on: server, conventional: false)
+        reports.append(("pipeline", pipelined.0, pipelined.1))
+        try await server.shutdown()
+
+        if compare {
+            print(ScrollReport.sideBySide(reports.map { ($0.name, $0.report) }))
+        } else {
+            print(pipelined.0.table())
+        }
+        if let json {
+            let data = compare
+                ? try ScrollReport.jsonData(Dictionary(uniqueKeysWithValues: reports.map { ($0.name, $0.report) }))
+                : try pipelined.0.jsonData()
+            try data.write(to: URL(fileURLWithPath: json))
+            print("report written to \(json)")
+        }
+        if let snapshot {
+            let png = try ScrollPictures.snapshot(width: columns * cellSize, height: rows * cellSize, cellSize: cellSize,
+                                                  cells: pipelined.1.viewport)
+            try png.write(to: URL(fileURLWithPath: snapshot))
+            print("viewport written to \(snapshot)")
+        }
+        if let timeline {
+            let svg = ScrollPictures.timeline(busyMs: pipelined.1.busyMs, budgetMs: pipelined.0.budgetMs,
+                                              imagesCompleted: pipelined.1.imagesCompleted)
+            try Data(svg.utf8).write(to: URL(fileURLWithPath: timeline))
+            print("timeline written to \(timeline)")
+        }
+        if pipelined.0.delegateQueueViolations > 0 {
+            print("FAIL: \(pipelined.0.delegateQueueViolations) decode, scale or disk operations ran on the main (delegate) queue")
+            throw ExitCode(1)
+        }
+    }
+
+    /// One run against `server`, through a pipeline with a disk cache of its own, or conventionally.
+    private func simulate(on server: ImageOriginServer, conventional: Bool) async throws -> (ScrollReport, ScrollSimulation.Outcome) {
+        let root = cacheDir.map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-scroll-\(getpid())-\(conventional)")
+        defer { if cacheDir == nil { try? FileManager.default.removeItem(at: root) } }
         let configuration = GlobalConfiguration()
         let mainQueue = DispatchQueue(label: "sample-cli.scroll.main")
         configuration.delegateQueue = mainQueue
@@ -96,53 +137,46 @@ struct ScrollCommand: AsyncParsableCommand {
         configuration.imageDownloader = imageDownloader
         let pipeline: ImagePipeline
         do {
-            pipeline = try ImagePipeline(identifier: "scroll", configuration: configuration, cacheRoot: root)
+            pipeline = try ImagePipeline(identifier: conventional ? "scroll-conventional" : "scroll",
+                                         configuration: configuration, cacheRoot: root)
         } catch {
             throw ValidationError("\(error)")
         }
-        let metricsBefore = DelegateQueueDiagnostics.violationCount
+        let requestsBefore = server.requestLog.count
+        let violationsBefore = DelegateQueueDiagnostics.violationCount
         let simulation = ScrollSimulation(
-            pipeline: pipeline, queue: mainQueue, server: server, formats: formats,
+            pipeline: pipeline, queue: mainQueue, server: server, formats: ScrollAssets.formats(items: items),
             layout: GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize),
             script: script, fps: fps, seconds: seconds, disappearance: disappearance.behavior, quiet: quiet)
+        if conventional { simulation.conventionalDownloader = imageDownloader }
         let outcome = await simulation.run()
-        let violations = DelegateQueueDiagnostics.violationCount - metricsBefore
-
-        var summary = outcome.report
-        summary.network = network.rawValue
-        summary.script = script.rawValue
-        summary.delegateQueueViolations = violations
-        summary.bytesTransferred = server.requestLog.reduce(0) { $0 + $1.bytesSent }
-        summary.requests = server.requestLog.count
-        summary.cacheTotals = [
+        // Downloads still winding down after the last frame (cancelled ones) are counted when the log has them.
+        try? await Task.sleep(for: .milliseconds(200))
+        var report = outcome.report
+        report.network = network.rawValue
+        report.script = script.rawValue
+        report.delegateQueueViolations = DelegateQueueDiagnostics.violationCount - violationsBefore
+        let requests = server.requestLog.dropFirst(requestsBefore)
+        report.requests = requests.count
+        report.bytesTransferred = requests.reduce(0) { $0 + $1.bytesSent }
+        report.cacheTotals = [
             "renderedBytes": configuration.totalBytesForAllRenderedCaches,
             "memoryBytes": configuration.totalBytesForAllMemoryCaches,
             "diskBytes": configuration.totalBytesForAllDiskCaches,
         ]
-        summary.peakResidentBytes = ScrollReport.peakResidentBytes()
-        print(summary.table())
-        if let json {
-            try summary.jsonData().write(to: URL(fileURLWithPath: json))
-            print("report written to \(json)")
-        }
-        if let snapshot {
-            let png = try ScrollPictures.snapshot(width: columns * cellSize, height: rows * cellSize, cellSize: cellSize,
-                                                  cells: outcome.viewport)
-            try png.write(to: URL(fileURLWithPath: snapshot))
-            print("viewport written to \(snapshot)")
-        }
-        if let timeline {
-            let svg = ScrollPictures.timeline(busyMs: outcome.busyMs, budgetMs: summary.budgetMs,
-                                              imagesCompleted: outcome.imagesCompleted)
-            try Data(svg.utf8).write(to: URL(fileURLWithPath: timeline))
-            print("timeline written to \(timeline)")
-        }
+        report.peakResidentBytes = ScrollReport.peakResidentBytes()
         try await (imageDownloader as? HTTPClientDownloader)?.shutdown()
-        try await server.shutdown()
-        if violations > 0 {
-            print("FAIL: \(violations) decode, scale or disk operations ran on the main (delegate) queue")
-            throw ExitCode(1)
-        }
+        return (report, outcome)
+    }
+}
+
+/// The embedded origin of `sample-cli scroll`.
+enum ScrollOrigin {
+    static func start(items: Int, shaping: OriginShaping) async throws -> ImageOriginServer {
+        let server = try await ImageOriginServer.start(port: 0)
+        try ScrollAssets.serve(on: server, items: items)
+        server.setShaping(shaping)
+        return server
     }
 }
 
@@ -185,20 +219,21 @@ enum ScrollAssets {
                         "skimage-chelsea.webp", "fire.gif", "skimage-hubble_deep_field.jpg", "skimage-chelsea.png",
                         "welcome2.gif"]
 
-    /// Serves item `i` at `/cells/i/<file>`; returns each item's format name.
-    static func serve(on server: ImageOriginServer, items: Int) throws -> [String] {
+    /// Each item's format name.
+    static func formats(items: Int) -> [String] {
+        (0..<items).map { format(of: files[$0 % files.count]) }
+    }
+
+    /// Serves item `i` at `/cells/i/<file>`.
+    static func serve(on server: ImageOriginServer, items: Int) throws {
         var datas: [String: Data] = [:]
         for name in files {
             guard let path = FetchBench.bundledImagePath(name) else { throw ValidationError("bundled image \(name) not found") }
             datas[name] = try Data(contentsOf: URL(fileURLWithPath: path))
         }
-        var formats: [String] = []
         for item in 0..<items {
-            let name = files[item % files.count]
-            server.setAsset(datas[name]!, at: path(item: item), contentType: "application/octet-stream")
-            formats.append(format(of: name))
+            server.setAsset(datas[files[item % files.count]]!, at: path(item: item), contentType: "application/octet-stream")
         }
-        return formats
     }
 
     static func path(item: Int) -> String { "/cells/\(item)/\(files[item % files.count])" }

@@ -16,6 +16,7 @@ struct ScrollReport {
         }
 
         var json: [String: Any] { ["count": count, "p50Ms": p50Ms, "p95Ms": p95Ms] }
+
     }
 
     var frames: Int
@@ -33,6 +34,8 @@ struct ScrollReport {
     /// Per format: time from a cell appearing to its first pixels, and to its final image.
     var firstPixels: [String: Latency]
     var finals: [String: Latency]
+    /// Time to the final image over every format.
+    var allFinals: Latency
     var sources: [String: Int]
     var renderedHits: Int
     var previews: Int
@@ -73,12 +76,36 @@ struct ScrollReport {
         return lines.joined(separator: "\n")
     }
 
+    /// Several runs in columns: the rows that tell them apart.
+    static func sideBySide(_ runs: [(name: String, report: ScrollReport)]) -> String {
+        func cell(_ text: String) -> String { text.padding(toLength: 28, withPad: " ", startingAt: 0) }
+        var lines = [cell("") + runs.map { cell($0.name) }.joined()]
+        func row(_ name: String, _ value: (ScrollReport) -> String) {
+            lines.append(cell(name) + runs.map { cell(value($0.report)) }.joined())
+        }
+        row("frames (budget)") { "\($0.frames) (\(String(format: "%.2f", $0.budgetMs)) ms)" }
+        row("dropped frames") { "\($0.dropped) (\(String(format: "%.1f", Double($0.dropped) * 100 / Double(max($0.frames, 1))))%)" }
+        row("effective fps") { String(format: "%.1f", Double($0.fps) * (1 - Double($0.dropped) / Double(max($0.frames, 1)))) }
+        row("main queue p50 / p99") { String(format: "%.2f / %.2f ms", $0.busyP50Ms, $0.busyP99Ms) }
+        row("cells showing an image") { String(format: "%.1f%%", $0.coverage * 100) }
+        row("final image p50 / p95") { String(format: "%.0f / %.0f ms", $0.allFinals.p50Ms, $0.allFinals.p95Ms) }
+        row("requests") { "\($0.requests)" }
+        row("bytes transferred") { "\($0.bytesTransferred)" }
+        row("decode/scale/disk on main") { "\($0.delegateQueueViolations)" }
+        return lines.joined(separator: "\n")
+    }
+
+    static func jsonData(_ runs: [String: ScrollReport]) throws -> Data {
+        let object = try runs.mapValues { try JSONSerialization.jsonObject(with: $0.jsonData()) }
+        return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
+    }
+
     func jsonData() throws -> Data {
         let object: [String: Any] = [
             "script": script, "network": network, "frames": frames, "fps": fps, "frameBudgetMs": budgetMs,
             "droppedFrames": dropped, "mainQueueMsPerFrame": ["p50": busyP50Ms, "p99": busyP99Ms],
             "frameWorkMs": ["p50": workP50Ms, "p99": workP99Ms], "visibleCellsShowingImage": coverage,
-            "timeToFirstPixels": firstPixels.mapValues(\.json), "timeToFinalImage": finals.mapValues(\.json),
+            "timeToFirstPixels": firstPixels.mapValues(\.json), "timeToFinalImage": finals.mapValues(\.json), "timeToFinalImageAllFormats": allFinals.json,
             "finalImagesBySource": sources, "shownBeforeLoadReturned": renderedHits, "previews": previews,
             "scansAndFirstFrames": incrementalImages, "fetchesCancelled": cancelled, "requests": requests,
             "bytesTransferred": bytesTransferred, "cacheTotals": cacheTotals, "peakResidentBytes": peakResidentBytes,

@@ -34,19 +34,29 @@ final class ScrollCell: ImageDisplaying, ImageViewFetchHelperDelegate, @unchecke
         }
     }
     var helper: ImageViewFetchHelper!
+    /// The loader of a conventional run (`scroll --compare`), instead of the helper.
+    var conventional: ConventionalLoader?
     /// When the current visit began; `nil` while off screen.
     var appearedAt: ContinuousClock.Instant?
     /// Whether this visit has shown pixels, and its final image.
     var shownPixels = false
     var shownFinal = false
     /// The run's tallies (main queue only, like the cell).
-    unowned let stats: ScrollStats
+    let stats: ScrollStats
 
     init(item: Int, format: String, side: Int, stats: ScrollStats) {
         self.item = item
         self.format = format
         self.displaySize = PixelSize(width: side, height: side)
         self.stats = stats
+    }
+
+    /// A conventional load put its image up: always final, always from the network.
+    func conventionalImageShown() {
+        stats.finalSources["network", default: 0] += 1
+        guard !shownFinal, let appearedAt else { return }
+        shownFinal = true
+        stats.finalDelays[format, default: []].append(.now - appearedAt)
     }
 
     func imageViewFetchHelper(_ helper: ImageViewFetchHelper, didShow result: FetchResult, isFinal: Bool) {
@@ -92,6 +102,8 @@ final class ScrollSimulation: @unchecked Sendable {
     let seconds: Double
     let disappearance: DisappearanceBehavior
     let quiet: Bool
+    /// Set for `scroll --compare`'s conventional run: cells load with this downloader, without the pipeline.
+    var conventionalDownloader: (any ImageDownloader)?
     private let stats = ScrollStats()
     private var cells: [Int: ScrollCell] = [:]
     private var visible: Set<Int> = []
@@ -137,7 +149,9 @@ final class ScrollSimulation: @unchecked Sendable {
             }
         }
         return queue.sync {
-            Outcome(report: report(frameCount: frameCount, budget: budget), viewport: viewport(),
+            // Conventional loads still in flight stop with the run.
+            for cell in cells.values { cell.conventional?.cancel() }
+            return Outcome(report: report(frameCount: frameCount, budget: budget), viewport: viewport(),
                     busyMs: stats.frameBusy.map(\.millisecondsValue), imagesCompleted: stats.imagesCompletedPerFrame)
         }
     }
@@ -209,6 +223,14 @@ final class ScrollSimulation: @unchecked Sendable {
         if cell.shownPixels { stats.firstPixelDelays[cell.format, default: []].append(.zero) }
         cell.shownFinal = cell.shownPixels && !cell.helper.isLoading && !cell.helper.isShowingPreview
         if cell.shownFinal { stats.finalDelays[cell.format, default: []].append(.zero) }
+        if let downloader = conventionalDownloader {
+            cell.displayedImage = nil
+            cell.shownPixels = false
+            cell.shownFinal = false
+            cell.conventional = ConventionalLoader(cell: cell, url: server.url(for: ScrollAssets.path(item: item)),
+                                                   downloader: downloader, mainQueue: queue)
+            return
+        }
         let hadImage = cell.displayedImage != nil
         if cell.helper.source == nil {
             cell.helper.load(.url(server.url(for: ScrollAssets.path(item: item))))
@@ -223,6 +245,14 @@ final class ScrollSimulation: @unchecked Sendable {
     // Runs on the main queue.
     private func disappear(_ item: Int) {
         guard let cell = cells[item] else { return }
+        if let conventional = cell.conventional {
+            if !cell.shownFinal { stats.cancelled += 1 }
+            conventional.cancel()
+            cell.conventional = nil
+            cell.displayedImage = nil
+            cell.appearedAt = nil
+            return
+        }
         if cell.helper.isLoading, disappearance == .cancelImageFetch || disappearance == .unload { stats.cancelled += 1 }
         cell.helper.viewWillDisappear()
         cell.helper.viewDidDisappear()
@@ -249,6 +279,7 @@ final class ScrollSimulation: @unchecked Sendable {
             coverage: stats.coverage.isEmpty ? 0 : stats.coverage.reduce(0, +) / Double(stats.coverage.count),
             firstPixels: stats.firstPixelDelays.mapValues { ScrollReport.Latency($0) },
             finals: stats.finalDelays.mapValues { ScrollReport.Latency($0) },
+            allFinals: ScrollReport.Latency(stats.finalDelays.values.flatMap { $0 }),
             sources: stats.finalSources, renderedHits: stats.renderedHits, previews: stats.previews,
             incrementalImages: stats.incrementalImages, cancelled: stats.cancelled, cells: cells.count)
     }

@@ -32,6 +32,20 @@ struct ScrollCommandTests {
         #expect(svg.hasPrefix("<svg") && svg.contains("<polyline"))
     }
 
+    @Test("--compare runs conventional loading, then the pipeline: only the conventional run decodes on the main queue")
+    func compare() async throws {
+        let report = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-compare-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: report) }
+        let run = try await SampleCLIBinary.run(["scroll", "--compare", "--seconds", "3", "--network", "loopback", "--quiet",
+                                                 "--json", report.path])
+        #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+        #expect(run.stdout.contains("conventional") && run.stdout.contains("pipeline"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: report)) as? [String: [String: Any]])
+        #expect((object["conventional"]?["mainQueueViolations"] as? Int ?? 0) > 0)
+        #expect(object["pipeline"]?["mainQueueViolations"] as? Int == 0)
+        #expect((object["conventional"]?["finalImagesBySource"] as? [String: Int])?.keys.sorted() == ["network"])
+    }
+
     @Test("Bad options are refused with a message, not a crash")
     func badOptions() async throws {
         let run = try await SampleCLIBinary.run(["scroll", "--fps", "50"])
