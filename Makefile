@@ -25,13 +25,15 @@ stress-tsan: deps
 	$(SWIFT) test --skip-build --sanitize=thread -Xswiftc -DTSAN_VISIBLE_LOCKS --scratch-path .build-tsan --disable-xctest \
 		--filter 'FetchStressTests|FetchOperationTests|DownloadCoordinatorTests|AsyncFetchTests|ImageViewFetchHelperTests'
 
-# The main job: a scrolling grid of image views against the embedded origin over a Wi-Fi-like link, then the
-# same over 3G. The report also goes to $(DEMO_OUT)/scroll-*.json.
+# The main job: a scrolling grid of image views against the embedded origin over a Wi-Fi-like link (report,
+# viewport snapshot and timeline in $(DEMO_OUT)/), then --compare over an LTE-like link: conventional loading vs
+# the pipeline, and baseline vs progressive JPEG.
 demo: deps
 	$(SWIFT) build -c release --product sample-cli
 	@mkdir -p $(DEMO_OUT)
-	.build/release/sample-cli scroll --network wifi --seconds 8 --json $(DEMO_OUT)/scroll-wifi.json
-	.build/release/sample-cli scroll --network 3g --script fling --seconds 8 --json $(DEMO_OUT)/scroll-3g.json
+	.build/release/sample-cli scroll --network wifi --seconds 8 --json $(DEMO_OUT)/scroll-wifi.json \
+		--snapshot $(DEMO_OUT)/scroll-wifi.png --timeline $(DEMO_OUT)/scroll-wifi.svg
+	.build/release/sample-cli scroll --network lte --seconds 8 --compare --json $(DEMO_OUT)/scroll-compare.json
 
 # Decode benchmark against libjpeg-turbo/libpng/giflib anchors measured in the same run (release build),
 # then the cache benchmark (B1-B3) against a bare dictionary and POSIX reads in the same process.

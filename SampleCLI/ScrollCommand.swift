@@ -78,22 +78,33 @@ struct ScrollCommand: AsyncParsableCommand {
         if let timeline, !timeline.hasSuffix(".svg") { throw ValidationError("--timeline writes SVG: give a .svg file") }
     }
 
-    @Flag(help: "Run twice and compare: conventional loading (a download and a full decode on the main queue per cell on display, no caches, no previews, no progressive), then the pipeline.")
+    @Flag(help: "Compare: conventional loading (a download and a full decode on the main queue per cell on display, no caches, no previews, no progressive) against the pipeline; then baseline against progressive JPEGs of the same pictures (best over --network 3g).")
     var compare = false
 
     func run() async throws {
-        let server = try await ScrollOrigin.start(items: items, shaping: network.shaping)
+        let bundled = try ScrollAssets.bundled()
+        let server = try await ScrollOrigin.start(items: items, assets: bundled, shaping: network.shaping)
         var reports: [(name: String, report: ScrollReport, outcome: ScrollSimulation.Outcome)] = []
         if compare {
-            let conventional = try await simulate(on: server, conventional: true)
+            let conventional = try await simulate(on: server, assets: bundled, conventional: true)
             reports.append(("conventional", conventional.0, conventional.1))
         }
-        let pipelined = try await simulate(on: server, conventional: false)
+        let pipelined = try await simulate(on: server, assets: bundled, conventional: false)
         reports.append(("pipeline", pipelined.0, pipelined.1))
         try await server.shutdown()
 
         if compare {
             print(ScrollReport.sideBySide(reports.map { ($0.name, $0.report) }))
+            // TIP's claim: progressive JPEGs become visible sooner on slow links. The same pictures both ways.
+            for progressive in [false, true] {
+                let assets = try ScrollAssets.jpegs(progressive: progressive)
+                let origin = try await ScrollOrigin.start(items: items, assets: assets, shaping: network.shaping)
+                let run = try await simulate(on: origin, assets: assets, conventional: false)
+                try await origin.shutdown()
+                reports.append((progressive ? "progressive JPEG" : "baseline JPEG", run.0, run.1))
+            }
+            print("")
+            print(ScrollReport.sideBySide(reports.suffix(2).map { ($0.name, $0.report) }))
         } else {
             print(pipelined.0.table())
         }
@@ -123,9 +134,10 @@ struct ScrollCommand: AsyncParsableCommand {
     }
 
     /// One run against `server`, through a pipeline with a disk cache of its own, or conventionally.
-    private func simulate(on server: ImageOriginServer, conventional: Bool) async throws -> (ScrollReport, ScrollSimulation.Outcome) {
+    private func simulate(on server: ImageOriginServer, assets: ScrollAssets,
+                          conventional: Bool) async throws -> (ScrollReport, ScrollSimulation.Outcome) {
         let root = cacheDir.map { URL(fileURLWithPath: $0) }
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-scroll-\(getpid())-\(conventional)")
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-scroll-\(getpid())-\(UUID().uuidString)")
         defer { if cacheDir == nil { try? FileManager.default.removeItem(at: root) } }
         let configuration = GlobalConfiguration()
         let mainQueue = DispatchQueue(label: "sample-cli.scroll.main")
@@ -145,7 +157,7 @@ struct ScrollCommand: AsyncParsableCommand {
         let requestsBefore = server.requestLog.count
         let violationsBefore = DelegateQueueDiagnostics.violationCount
         let simulation = ScrollSimulation(
-            pipeline: pipeline, queue: mainQueue, server: server, formats: ScrollAssets.formats(items: items),
+            pipeline: pipeline, queue: mainQueue, server: server, assets: assets,
             layout: GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize),
             script: script, fps: fps, seconds: seconds, disappearance: disappearance.behavior, quiet: quiet)
         if conventional { simulation.conventionalDownloader = imageDownloader }
@@ -172,9 +184,9 @@ struct ScrollCommand: AsyncParsableCommand {
 
 /// The embedded origin of `sample-cli scroll`.
 enum ScrollOrigin {
-    static func start(items: Int, shaping: OriginShaping) async throws -> ImageOriginServer {
+    static func start(items: Int, assets: ScrollAssets, shaping: OriginShaping) async throws -> ImageOriginServer {
         let server = try await ImageOriginServer.start(port: 0)
-        try ScrollAssets.serve(on: server, items: items)
+        assets.serve(on: server, items: items)
         server.setShaping(shaping)
         return server
     }
@@ -213,30 +225,53 @@ enum DisappearanceChoice: String, ExpressibleByArgument, CaseIterable {
     }
 }
 
-/// The bundled images, each served under one URL per cell that shows it.
-enum ScrollAssets {
-    static let files = ["skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-camera.png",
-                        "skimage-chelsea.webp", "fire.gif", "skimage-hubble_deep_field.jpg", "skimage-chelsea.png",
-                        "welcome2.gif"]
-
-    /// Each item's format name.
-    static func formats(items: Int) -> [String] {
-        (0..<items).map { format(of: files[$0 % files.count]) }
+/// The images a scroll serves, each under one URL per cell that shows it.
+struct ScrollAssets: Sendable {
+    struct Asset: Sendable {
+        var name: String
+        var data: Data
+        var format: String
     }
 
-    /// Serves item `i` at `/cells/i/<file>`.
-    static func serve(on server: ImageOriginServer, items: Int) throws {
-        var datas: [String: Data] = [:]
-        for name in files {
-            guard let path = FetchBench.bundledImagePath(name) else { throw ValidationError("bundled image \(name) not found") }
-            datas[name] = try Data(contentsOf: URL(fileURLWithPath: path))
-        }
+    let assets: [Asset]
+
+    /// The bundled images: baseline and progressive JPEG, PNG, WebP, animated GIF.
+    static func bundled() throws -> ScrollAssets {
+        let names = ["skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-camera.png",
+                     "skimage-chelsea.webp", "fire.gif", "skimage-hubble_deep_field.jpg", "skimage-chelsea.png",
+                     "welcome2.gif"]
+        return ScrollAssets(assets: try names.map { name in
+            Asset(name: name, data: try read(name), format: format(of: name))
+        })
+    }
+
+    /// The bundled photos re-encoded by our JPEG encoder at quality 85, all progressive or all baseline: the
+    /// same pictures either way, for `--compare`'s progressive-versus-baseline run.
+    static func jpegs(progressive: Bool) throws -> ScrollAssets {
+        let sources = ["skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-hubble_deep_field.jpg",
+                       "skimage-camera.png", "skimage-chelsea.png"]
+        return ScrollAssets(assets: try sources.map { name in
+            let image = try CodecCatalogue.shared.decode(try read(name)).container
+            let data = try CodecCatalogue.shared.encode(image, as: .jpeg, options: progressive ? [.progressive] : [], quality: 0.85)
+            return Asset(name: (name as NSString).deletingPathExtension + ".jpg", data: data,
+                         format: progressive ? "progressive-jpeg" : "jpeg")
+        })
+    }
+
+    private static func read(_ name: String) throws -> Data {
+        guard let path = FetchBench.bundledImagePath(name) else { throw ValidationError("bundled image \(name) not found") }
+        return try Data(contentsOf: URL(fileURLWithPath: path))
+    }
+
+    func serve(on server: ImageOriginServer, items: Int) {
         for item in 0..<items {
-            server.setAsset(datas[files[item % files.count]]!, at: path(item: item), contentType: "application/octet-stream")
+            server.setAsset(assets[item % assets.count].data, at: path(item: item), contentType: "application/octet-stream")
         }
     }
 
-    static func path(item: Int) -> String { "/cells/\(item)/\(files[item % files.count])" }
+    func path(item: Int) -> String { "/cells/\(item)/\(assets[item % assets.count].name)" }
+
+    func formats(items: Int) -> [String] { (0..<items).map { assets[$0 % assets.count].format } }
 
     static func format(of name: String) -> String {
         if name.contains("progressive") { return "progressive-jpeg" }

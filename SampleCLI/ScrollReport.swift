@@ -34,8 +34,11 @@ struct ScrollReport {
     /// Per format: time from a cell appearing to its first pixels, and to its final image.
     var firstPixels: [String: Latency]
     var finals: [String: Latency]
-    /// Time to the final image over every format.
+    /// Time to the final image, and to first pixels, over every format.
     var allFinals: Latency
+    var allFirstPixels: Latency
+    /// Time to first pixels on cells' first time on screen.
+    var firstVisitFirstPixels: Latency
     var sources: [String: Int]
     var renderedHits: Int
     var previews: Int
@@ -88,7 +91,12 @@ struct ScrollReport {
         row("effective fps") { String(format: "%.1f", Double($0.fps) * (1 - Double($0.dropped) / Double(max($0.frames, 1)))) }
         row("main queue p50 / p99") { String(format: "%.2f / %.2f ms", $0.busyP50Ms, $0.busyP99Ms) }
         row("cells showing an image") { String(format: "%.1f%%", $0.coverage * 100) }
-        row("final image p50 / p95") { String(format: "%.0f / %.0f ms", $0.allFinals.p50Ms, $0.allFinals.p95Ms) }
+        func latency(_ value: Latency) -> String {
+            value.count == 0 ? "- (none)" : String(format: "%.0f / %.0f ms (n=%d)", value.p50Ms, value.p95Ms, value.count)
+        }
+        row("first pixels p50 / p95") { latency($0.allFirstPixels) }
+        row("  first visits only") { latency($0.firstVisitFirstPixels) }
+        row("final image p50 / p95") { latency($0.allFinals) }
         row("requests") { "\($0.requests)" }
         row("bytes transferred") { "\($0.bytesTransferred)" }
         row("decode/scale/disk on main") { "\($0.delegateQueueViolations)" }
@@ -105,7 +113,8 @@ struct ScrollReport {
             "script": script, "network": network, "frames": frames, "fps": fps, "frameBudgetMs": budgetMs,
             "droppedFrames": dropped, "mainQueueMsPerFrame": ["p50": busyP50Ms, "p99": busyP99Ms],
             "frameWorkMs": ["p50": workP50Ms, "p99": workP99Ms], "visibleCellsShowingImage": coverage,
-            "timeToFirstPixels": firstPixels.mapValues(\.json), "timeToFinalImage": finals.mapValues(\.json), "timeToFinalImageAllFormats": allFinals.json,
+            "timeToFirstPixels": firstPixels.mapValues(\.json), "timeToFinalImage": finals.mapValues(\.json), "timeToFinalImageAllFormats": allFinals.json, "timeToFirstPixelsAllFormats": allFirstPixels.json,
+            "timeToFirstPixelsFirstVisits": firstVisitFirstPixels.json,
             "finalImagesBySource": sources, "shownBeforeLoadReturned": renderedHits, "previews": previews,
             "scansAndFirstFrames": incrementalImages, "fetchesCancelled": cancelled, "requests": requests,
             "bytesTransferred": bytesTransferred, "cacheTotals": cacheTotals, "peakResidentBytes": peakResidentBytes,

@@ -31,6 +31,7 @@ final class ScrollCell: ImageDisplaying, ImageViewFetchHelperDelegate, @unchecke
             guard displayedImage != nil, !shownPixels, let appearedAt else { return }
             shownPixels = true
             stats.firstPixelDelays[format, default: []].append(.now - appearedAt)
+            if visits == 1 { stats.firstVisitFirstPixels.append(.now - appearedAt) }
         }
     }
     var helper: ImageViewFetchHelper!
@@ -38,6 +39,8 @@ final class ScrollCell: ImageDisplaying, ImageViewFetchHelperDelegate, @unchecke
     var conventional: ConventionalLoader?
     /// When the current visit began; `nil` while off screen.
     var appearedAt: ContinuousClock.Instant?
+    /// How many times the cell came on screen.
+    var visits = 0
     /// Whether this visit has shown pixels, and its final image.
     var shownPixels = false
     var shownFinal = false
@@ -78,6 +81,8 @@ final class ScrollStats: @unchecked Sendable {
     var finalSources: [String: Int] = [:]
     var finalDelays: [String: [Duration]] = [:]
     var firstPixelDelays: [String: [Duration]] = [:]
+    /// Time to first pixels on a cell's first time on screen (nothing cached for it yet).
+    var firstVisitFirstPixels: [Duration] = []
     var previews = 0
     var incrementalImages = 0
     var renderedHits = 0
@@ -95,6 +100,7 @@ final class ScrollSimulation: @unchecked Sendable {
     let pipeline: ImagePipeline
     let queue: DispatchQueue
     let server: ImageOriginServer
+    let assets: ScrollAssets
     let formats: [String]
     let layout: GridLayout
     let script: ScrollScript
@@ -109,12 +115,13 @@ final class ScrollSimulation: @unchecked Sendable {
     private var visible: Set<Int> = []
     private var lastOffset = 0.0
 
-    init(pipeline: ImagePipeline, queue: DispatchQueue, server: ImageOriginServer, formats: [String], layout: GridLayout,
+    init(pipeline: ImagePipeline, queue: DispatchQueue, server: ImageOriginServer, assets: ScrollAssets, layout: GridLayout,
          script: ScrollScript, fps: Int, seconds: Double, disappearance: DisappearanceBehavior, quiet: Bool) {
         self.pipeline = pipeline
         self.queue = queue
         self.server = server
-        self.formats = formats
+        self.assets = assets
+        self.formats = assets.formats(items: layout.items)
         self.layout = layout
         self.script = script
         self.fps = fps
@@ -218,6 +225,7 @@ final class ScrollSimulation: @unchecked Sendable {
         let cell = cells[item] ?? makeCell(item)
         let now = ContinuousClock.now
         cell.appearedAt = now
+        cell.visits += 1
         // A cell that kept its image (a lowered or untouched fetch) shows it from its first frame back.
         cell.shownPixels = cell.displayedImage != nil
         if cell.shownPixels { stats.firstPixelDelays[cell.format, default: []].append(.zero) }
@@ -227,13 +235,13 @@ final class ScrollSimulation: @unchecked Sendable {
             cell.displayedImage = nil
             cell.shownPixels = false
             cell.shownFinal = false
-            cell.conventional = ConventionalLoader(cell: cell, url: server.url(for: ScrollAssets.path(item: item)),
+            cell.conventional = ConventionalLoader(cell: cell, url: server.url(for: assets.path(item: item)),
                                                    downloader: downloader, mainQueue: queue)
             return
         }
         let hadImage = cell.displayedImage != nil
         if cell.helper.source == nil {
-            cell.helper.load(.url(server.url(for: ScrollAssets.path(item: item))))
+            cell.helper.load(.url(server.url(for: assets.path(item: item))))
         } else {
             cell.helper.viewWillAppear()
             cell.helper.viewDidAppear()
@@ -280,6 +288,8 @@ final class ScrollSimulation: @unchecked Sendable {
             firstPixels: stats.firstPixelDelays.mapValues { ScrollReport.Latency($0) },
             finals: stats.finalDelays.mapValues { ScrollReport.Latency($0) },
             allFinals: ScrollReport.Latency(stats.finalDelays.values.flatMap { $0 }),
+            allFirstPixels: ScrollReport.Latency(stats.firstPixelDelays.values.flatMap { $0 }),
+            firstVisitFirstPixels: ScrollReport.Latency(stats.firstVisitFirstPixels),
             sources: stats.finalSources, renderedHits: stats.renderedHits, previews: stats.previews,
             incrementalImages: stats.incrementalImages, cancelled: stats.cancelled, cells: cells.count)
     }
