@@ -78,10 +78,17 @@ struct ScrollCommand: AsyncParsableCommand {
         if let timeline, !timeline.hasSuffix(".svg") { throw ValidationError("--timeline writes SVG: give a .svg file") }
     }
 
+    @Option(help: ArgumentHelp("Load the cells' images from these URLs (a file, one per line, used in turn) instead of the embedded origin.",
+                               valueName: "URL-LIST"))
+    var origin: String?
+
     @Flag(help: "Compare: conventional loading (a download and a full decode on the main queue per cell on display, no caches, no previews, no progressive) against the pipeline; then baseline against progressive JPEGs of the same pictures (best over --network 3g).")
     var compare = false
 
     func run() async throws {
+        if let origin {
+            return try await runAgainstExternalOrigin(listedIn: origin)
+        }
         let bundled = try ScrollAssets.bundled()
         let server = try await ScrollOrigin.start(items: items, assets: bundled, shaping: network.shaping)
         var reports: [(name: String, report: ScrollReport, outcome: ScrollSimulation.Outcome)] = []
@@ -115,26 +122,55 @@ struct ScrollCommand: AsyncParsableCommand {
             try data.write(to: URL(fileURLWithPath: json))
             print("report written to \(json)")
         }
-        if let snapshot {
-            let png = try ScrollPictures.snapshot(width: columns * cellSize, height: rows * cellSize, cellSize: cellSize,
-                                                  cells: pipelined.1.viewport)
-            try png.write(to: URL(fileURLWithPath: snapshot))
-            print("viewport written to \(snapshot)")
-        }
-        if let timeline {
-            let svg = ScrollPictures.timeline(busyMs: pipelined.1.busyMs, budgetMs: pipelined.0.budgetMs,
-                                              imagesCompleted: pipelined.1.imagesCompleted)
-            try Data(svg.utf8).write(to: URL(fileURLWithPath: timeline))
-            print("timeline written to \(timeline)")
-        }
+        try writePictures(pipelined.0, pipelined.1)
         if pipelined.0.delegateQueueViolations > 0 {
             print("FAIL: \(pipelined.0.delegateQueueViolations) decode, scale or disk operations ran on the main (delegate) queue")
             throw ExitCode(1)
         }
     }
 
+    /// `--origin`: one pipeline run over the listed URLs (no embedded origin, so no request log).
+    private func runAgainstExternalOrigin(listedIn path: String) async throws {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch { throw ValidationError("cannot read \(path): \(error)") }
+        let listed = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        let parsed = listed.compactMap { URL(string: $0) }.filter { $0.scheme == "http" || $0.scheme == "https" }
+        guard !parsed.isEmpty, parsed.count == listed.count else {
+            throw ValidationError("\(path) must list http(s) URLs, one per line")
+        }
+        let urls = (0..<items).map { parsed[$0 % parsed.count] }
+        let formats = urls.map { ScrollAssets.format(of: $0.lastPathComponent) }
+        let (report, outcome) = try await simulate(urls: urls, formats: formats, server: nil, conventional: false)
+        print(report.table())
+        if let json { try report.jsonData().write(to: URL(fileURLWithPath: json)) }
+        try writePictures(report, outcome)
+        if report.delegateQueueViolations > 0 { throw ExitCode(1) }
+    }
+
+    private func writePictures(_ report: ScrollReport, _ outcome: ScrollSimulation.Outcome) throws {
+        if let snapshot {
+            let png = try ScrollPictures.snapshot(width: columns * cellSize, height: rows * cellSize, cellSize: cellSize,
+                                                  cells: outcome.viewport)
+            try png.write(to: URL(fileURLWithPath: snapshot))
+            print("viewport written to \(snapshot)")
+        }
+        if let timeline {
+            let svg = ScrollPictures.timeline(busyMs: outcome.busyMs, budgetMs: report.budgetMs,
+                                              imagesCompleted: outcome.imagesCompleted)
+            try Data(svg.utf8).write(to: URL(fileURLWithPath: timeline))
+            print("timeline written to \(timeline)")
+        }
+    }
+
     /// One run against `server`, through a pipeline with a disk cache of its own, or conventionally.
     private func simulate(on server: ImageOriginServer, assets: ScrollAssets,
+                          conventional: Bool) async throws -> (ScrollReport, ScrollSimulation.Outcome) {
+        try await simulate(urls: (0..<items).map { server.url(for: assets.path(item: $0)) },
+                           formats: assets.formats(items: items), server: server, conventional: conventional)
+    }
+
+    private func simulate(urls: [URL], formats: [String], server: ImageOriginServer?,
                           conventional: Bool) async throws -> (ScrollReport, ScrollSimulation.Outcome) {
         let root = cacheDir.map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-scroll-\(getpid())-\(UUID().uuidString)")
@@ -154,10 +190,10 @@ struct ScrollCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")
         }
-        let requestsBefore = server.requestLog.count
+        let requestsBefore = server?.requestLog.count ?? 0
         let violationsBefore = DelegateQueueDiagnostics.violationCount
         let simulation = ScrollSimulation(
-            pipeline: pipeline, queue: mainQueue, server: server, assets: assets,
+            pipeline: pipeline, queue: mainQueue, urls: urls, formats: formats,
             layout: GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize),
             script: script, fps: fps, seconds: seconds, disappearance: disappearance.behavior, quiet: quiet)
         if conventional { simulation.conventionalDownloader = imageDownloader }
@@ -168,15 +204,20 @@ struct ScrollCommand: AsyncParsableCommand {
         report.network = network.rawValue
         report.script = script.rawValue
         report.delegateQueueViolations = DelegateQueueDiagnostics.violationCount - violationsBefore
-        let requests = server.requestLog.dropFirst(requestsBefore)
-        report.requests = requests.count
-        report.bytesTransferred = requests.reduce(0) { $0 + $1.bytesSent }
+        if let server {
+            let requests = server.requestLog.dropFirst(requestsBefore)
+            report.requests = requests.count
+            report.bytesTransferred = requests.reduce(0) { $0 + $1.bytesSent }
+        } else {
+            report.requests = -1   // an external origin: its log is not ours to read
+        }
         report.cacheTotals = [
             "renderedBytes": configuration.totalBytesForAllRenderedCaches,
             "memoryBytes": configuration.totalBytesForAllMemoryCaches,
             "diskBytes": configuration.totalBytesForAllDiskCaches,
         ]
         report.peakResidentBytes = ScrollReport.peakResidentBytes()
+        report.sharedDownloads = configuration.downloadCoordinator.sharedLoadCount
         try await (imageDownloader as? HTTPClientDownloader)?.shutdown()
         return (report, outcome)
     }

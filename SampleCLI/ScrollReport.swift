@@ -52,6 +52,8 @@ struct ScrollReport {
     var requests = 0
     var cacheTotals: [String: Int] = [:]
     var peakResidentBytes = 0
+    /// Fetches that joined a download already under way (the coordinator's count).
+    var sharedDownloads = 0
 
     func table() -> String {
         var lines: [String] = []
@@ -72,7 +74,8 @@ struct ScrollReport {
             + " (of which shown before load returned: \(renderedHits))")
         row("previews / scans and first frames", "\(previews) / \(incrementalImages)")
         row("fetches cancelled off screen", "\(cancelled)")
-        row("requests / bytes transferred", "\(requests) / \(bytesTransferred)")
+        row("fetches that joined a running download", "\(sharedDownloads)")
+        row("requests / bytes transferred", requests < 0 ? "unknown (external origin)" : "\(requests) / \(bytesTransferred)")
         row("cache totals", "rendered \(cacheTotals["renderedBytes"] ?? 0) B, memory \(cacheTotals["memoryBytes"] ?? 0) B, disk \(cacheTotals["diskBytes"] ?? 0) B")
         row("peak resident memory", "\(peakResidentBytes >> 20) MiB")
         row("decode/scale/disk on the main queue", delegateQueueViolations == 0 ? "none (checked)" : "\(delegateQueueViolations) — FAIL")
@@ -118,7 +121,7 @@ struct ScrollReport {
             "finalImagesBySource": sources, "shownBeforeLoadReturned": renderedHits, "previews": previews,
             "scansAndFirstFrames": incrementalImages, "fetchesCancelled": cancelled, "requests": requests,
             "bytesTransferred": bytesTransferred, "cacheTotals": cacheTotals, "peakResidentBytes": peakResidentBytes,
-            "cellsVisited": cells, "mainQueueViolations": delegateQueueViolations,
+            "cellsVisited": cells, "mainQueueViolations": delegateQueueViolations, "sharedDownloads": sharedDownloads,
         ]
         return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
     }

@@ -99,8 +99,8 @@ final class ScrollSimulation: @unchecked Sendable {
     // @unchecked: every mutable property is touched on `queue` only, except `done`, handed over once.
     let pipeline: ImagePipeline
     let queue: DispatchQueue
-    let server: ImageOriginServer
-    let assets: ScrollAssets
+    /// The URL of each item's image.
+    let urls: [URL]
     let formats: [String]
     let layout: GridLayout
     let script: ScrollScript
@@ -115,13 +115,12 @@ final class ScrollSimulation: @unchecked Sendable {
     private var visible: Set<Int> = []
     private var lastOffset = 0.0
 
-    init(pipeline: ImagePipeline, queue: DispatchQueue, server: ImageOriginServer, assets: ScrollAssets, layout: GridLayout,
+    init(pipeline: ImagePipeline, queue: DispatchQueue, urls: [URL], formats: [String], layout: GridLayout,
          script: ScrollScript, fps: Int, seconds: Double, disappearance: DisappearanceBehavior, quiet: Bool) {
         self.pipeline = pipeline
         self.queue = queue
-        self.server = server
-        self.assets = assets
-        self.formats = assets.formats(items: layout.items)
+        self.urls = urls
+        self.formats = formats
         self.layout = layout
         self.script = script
         self.fps = fps
@@ -235,13 +234,13 @@ final class ScrollSimulation: @unchecked Sendable {
             cell.displayedImage = nil
             cell.shownPixels = false
             cell.shownFinal = false
-            cell.conventional = ConventionalLoader(cell: cell, url: server.url(for: assets.path(item: item)),
+            cell.conventional = ConventionalLoader(cell: cell, url: urls[item],
                                                    downloader: downloader, mainQueue: queue)
             return
         }
         let hadImage = cell.displayedImage != nil
         if cell.helper.source == nil {
-            cell.helper.load(.url(server.url(for: assets.path(item: item))))
+            cell.helper.load(.url(urls[item]))
         } else {
             cell.helper.viewWillAppear()
             cell.helper.viewDidAppear()

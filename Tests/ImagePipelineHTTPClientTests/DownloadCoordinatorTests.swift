@@ -165,7 +165,7 @@ struct DownloadCoordinatorTests {
             #expect(await first.outcome().partial == nil)
             let result = try #require(await second.outcome().result)
             #expect(result.data == h.image)
-            #expect(h.server.requestLog.count == 1)
+            #expect(h.server.requestLog.count == 1 && h.coordinator.sharedLoadCount == 1)
         }
     }
 

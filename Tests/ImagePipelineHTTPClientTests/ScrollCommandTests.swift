@@ -1,4 +1,5 @@
 import Foundation
+import ImageOriginServer
 import ImagePipelineKit
 import Testing
 import TestSupport
@@ -44,6 +45,23 @@ struct ScrollCommandTests {
         #expect((object["conventional"]?["mainQueueViolations"] as? Int ?? 0) > 0)
         #expect(object["pipeline"]?["mainQueueViolations"] as? Int == 0)
         #expect((object["conventional"]?["finalImagesBySource"] as? [String: Int])?.keys.sorted() == ["network"])
+    }
+
+    @Test("--origin loads the cells from a list of URLs (here a server of the bundled images' directory)")
+    func externalOrigin() async throws {
+        let server = try await ImageOriginServer.start(port: 0, directory: CoordinatorHarness.imageURL.deletingLastPathComponent())
+        let list = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-urls-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: list) }
+        let names = ["skimage-rocket.jpg", "skimage-camera.png", "fire.gif"]
+        try Data(("# bundled images\n" + names.map { server.url(for: "/\($0)").absoluteString }.joined(separator: "\n")).utf8).write(to: list)
+        let run = try await SampleCLIBinary.run(["scroll", "--origin", list.path, "--seconds", "3", "--quiet"])
+        #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+        #expect(run.stdout.contains("unknown (external origin)") && run.stdout.contains("none (checked)"))
+        // The cells cycle through the three URLs: those, and nothing else, were requested.
+        #expect(Set(server.requestLog.map(\.path)) == Set(names.map { "/\($0)" }))
+        let bad = try await SampleCLIBinary.run(["scroll", "--origin", "/nonexistent/list.txt", "--seconds", "1"])
+        #expect(bad.status != 0 && bad.stderr.contains("cannot read"))
+        try await server.shutdown()
     }
 
     @Test("Bad options are refused with a message, not a crash")

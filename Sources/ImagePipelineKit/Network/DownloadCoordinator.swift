@@ -30,6 +30,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
     private var pending: [SharedDownload] = []
     private var running = 0
     private var nextSequence = 0
+    private var joins = 0
 
     /// A coordinator over `downloader`, reporting problems to `configuration`.
     public init(downloader: any ImageDownloader, maxConcurrentDownloads: Int = 4, configuration: GlobalConfiguration = .shared) {
@@ -61,6 +62,9 @@ public final class DownloadCoordinator: @unchecked Sendable {
     /// How many downloads are waiting or running (for tests and inspection).
     public var activeDownloadCount: Int { runOnQueue { pending.count + running } }
 
+    /// How many loads joined a download already waiting or running instead of starting their own.
+    public var sharedLoadCount: Int { runOnQueue { joins } }
+
     /// Runs `body` on the queue, inline when already there (a client starting a load from a callback).
     func runOnQueue<T>(_ body: () -> T) -> T {
         DispatchQueue.getSpecific(key: onQueue) == ObjectIdentifier(self) ? body() : queue.sync(execute: body)
@@ -71,6 +75,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
     private func _queue_attach(_ attachment: NetworkLoadAttachment, request: NetworkLoadRequest) {
         let key = request.sharingKey
         if let key, let download = downloads[key], !download.isFinished {
+            joins += 1
             download._queue_join(attachment)
             download._queue_updatePriority()
             return
