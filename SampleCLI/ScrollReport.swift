@@ -9,7 +9,7 @@ struct ScrollReport {
         var p95Ms: Double
 
         init(_ delays: [Duration]) {
-            let sorted = delays.map(\.millisecondsValue).sorted()
+            let sorted = delays.map(\.milliseconds).sorted()
             count = sorted.count
             p50Ms = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
             p95Ms = sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 95 / 100)]

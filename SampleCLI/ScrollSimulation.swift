@@ -148,7 +148,7 @@ final class ScrollSimulation: @unchecked Sendable {
                 for frame in 0..<frameCount {
                     let deadline = start + budget * frame
                     let wait = deadline - .now
-                    if wait > .zero { Thread.sleep(forTimeInterval: wait.secondsValue) }
+                    if wait > .zero { Thread.sleep(forTimeInterval: wait.milliseconds / 1000) }
                     queue.async { [self] in runFrame(frame, scheduled: deadline, budget: budget) }
                 }
                 queue.async { continuation.resume() }
@@ -158,7 +158,7 @@ final class ScrollSimulation: @unchecked Sendable {
             // Conventional loads still in flight stop with the run.
             for cell in cells.values { cell.conventional?.cancel() }
             return Outcome(report: report(frameCount: frameCount, budget: budget), viewport: viewport(),
-                    busyMs: stats.frameBusy.map(\.millisecondsValue), imagesCompleted: stats.imagesCompletedPerFrame)
+                    busyMs: stats.frameBusy.map(\.milliseconds), imagesCompleted: stats.imagesCompletedPerFrame)
         }
     }
 
@@ -280,7 +280,7 @@ final class ScrollSimulation: @unchecked Sendable {
     private func report(frameCount: Int, budget: Duration) -> ScrollReport {
         if !quiet { FileHandle.standardError.write(Data("\n".utf8)) }
         return ScrollReport(
-            frames: frameCount, fps: fps, budgetMs: budget.millisecondsValue, dropped: stats.dropped,
+            frames: frameCount, fps: fps, budgetMs: budget.milliseconds, dropped: stats.dropped,
             busyP50Ms: percentile(stats.frameBusy, 0.5), busyP99Ms: percentile(stats.frameBusy, 0.99),
             workP50Ms: percentile(stats.frameWork, 0.5), workP99Ms: percentile(stats.frameWork, 0.99),
             coverage: stats.coverage.isEmpty ? 0 : stats.coverage.reduce(0, +) / Double(stats.coverage.count),
@@ -296,15 +296,6 @@ final class ScrollSimulation: @unchecked Sendable {
     private func percentile(_ values: [Duration], _ fraction: Double) -> Double {
         guard !values.isEmpty else { return 0 }
         let sorted = values.sorted()
-        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))].millisecondsValue
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))].milliseconds
     }
-}
-
-extension Duration {
-    var secondsValue: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-
-    var millisecondsValue: Double { secondsValue * 1000 }
 }
