@@ -191,7 +191,7 @@ struct ScrollCommand: AsyncParsableCommand {
             throw ValidationError("\(error)")
         }
         let requestsBefore = server?.requestLog.count ?? 0
-        let violationsBefore = DelegateQueueDiagnostics.violationCount
+        let violationsBefore = DelegateQueueDiagnostics.violationCount(on: mainQueue)
         let simulation = ScrollSimulation(
             pipeline: pipeline, queue: mainQueue, urls: urls, formats: formats,
             layout: GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize),
@@ -203,7 +203,7 @@ struct ScrollCommand: AsyncParsableCommand {
         var report = outcome.report
         report.network = network.rawValue
         report.script = script.rawValue
-        report.delegateQueueViolations = DelegateQueueDiagnostics.violationCount - violationsBefore
+        report.delegateQueueViolations = DelegateQueueDiagnostics.violationCount(on: mainQueue) - violationsBefore
         if let server {
             let requests = server.requestLog.dropFirst(requestsBefore)
             report.requests = requests.count
