@@ -24,8 +24,11 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
     init(request: DownloadRequest, delegate: any ImageDownloadDelegate, client: HTTPClient) {
         self.request = request
         self.client = client
+        // The delegate is called on the event loop that reads the response when nothing else is delivering:
+        // a hop to another thread per event was most of a loopback download's cost (B11).
         delivery = DownloadDelivery(delegate: delegate, limits: request.limits,
-                                    label: "ImagePipelineHTTPClient.HTTPClientDownloader.download")
+                                    label: "ImagePipelineHTTPClient.HTTPClientDownloader.download",
+                                    deliversOnTransportThread: true)
         state = Locked(State(priority: request.priority))
         delivery.begin(task: self)
     }
@@ -42,7 +45,9 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
     func start() {
         switch DownloadSource.of(request) {
         case .failure(let error):
-            delivery.finish(error)
+            // `fail`, not `finish`: a transport's finish may be delivered on the calling thread, and this is
+            // still inside `startDownload`.
+            delivery.fail(error)
         case .success(.file(let path)):
             FileDownload(url: request.url, path: path, delivery: delivery).start()
         case .success(.http):
@@ -60,7 +65,7 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
             for (name, value) in headers { fields.add(name: name, value: value) }
             ahcRequest = try HTTPClient.Request(url: url, method: .GET, headers: fields)
         } catch {
-            delivery.finish(.transport(description: "invalid request for \(url.absoluteString): \(error)"))
+            delivery.fail(.transport(description: "invalid request for \(url.absoluteString): \(error)"))
             return
         }
         let hop = state.withLock { state -> Int in

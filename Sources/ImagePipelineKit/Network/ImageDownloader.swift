@@ -24,16 +24,19 @@ public protocol ImageDownloader: Sendable {
     /// Starts loading `request` and returns the running download.
     ///
     /// Never calls `delegate` before returning, and never synchronously on the caller's thread: every event,
-    /// including an immediate failure such as ``DownloadError/unsupportedScheme(_:)``, arrives later on the
-    /// download's own serial queue. The download keeps `delegate` (strongly) until its completion has been
-    /// delivered, then lets go of it.
+    /// including an immediate failure such as ``DownloadError/unsupportedScheme(_:)``, arrives later (see
+    /// ``ImageDownloadDelegate`` for the thread). The download keeps `delegate` (strongly) until its completion
+    /// has been delivered, then lets go of it.
     func startDownload(_ request: DownloadRequest, delegate: any ImageDownloadDelegate) -> any ImageDownloadTask
 }
 
 /// Receives one download's events, serially and in order: at most one response head, then zero or more body
 /// chunks, then exactly one completion. Nothing arrives after the completion.
 ///
-/// Calls come on the download's private serial queue, never two at once. They apply back-pressure: a downloader
+/// Calls never overlap and never come from inside ``ImageDownloader/startDownload(_:delegate:)``. They come on the
+/// download's private serial queue or, for ``HTTPClientDownloader``-like transports, on the thread that read the
+/// bytes (an event-loop thread) whenever no other call is running: so keep them short, and hand decoding, disk
+/// work or anything that waits to a queue of your own. They apply back-pressure: a downloader
 /// reads on only after the chunk callback returns (``URLSessionDownloader`` cannot hold
 /// libcurl back; see there). The delegate may call ``ImageDownloadTask/cancel()`` from inside any callback.
 public protocol ImageDownloadDelegate: AnyObject, Sendable {
