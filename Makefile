@@ -35,11 +35,10 @@ demo: deps
 		--snapshot $(DEMO_OUT)/scroll-wifi.png --timeline $(DEMO_OUT)/scroll-wifi.svg
 	.build/release/sample-cli scroll --network lte --seconds 8 --compare --json $(DEMO_OUT)/scroll-compare.json
 
-# Decode benchmark against libjpeg-turbo/libpng/giflib anchors measured in the same run (release build),
-# then the cache benchmark (B1-B3) against a bare dictionary and POSIX reads in the same process.
+# Every benchmark (B1-B3, B5-B14 and the peers Pillow, vips and djpeg), each against its anchor measured in the
+# same run; outputs in out/bench/. scripts/bench-all.sh lists the sections (ONLY= runs some).
 bench: deps
-	bash scripts/bench-decode.sh
-	$(MAKE) bench-cache
+	bash scripts/bench-all.sh
 
 bench-cache: deps
 	$(SWIFT) build -c release --product sample-cli

@@ -72,6 +72,7 @@ let package = Package(
                 "ImagePipelineHTTPClient",
                 "PipelineLocking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "SampleCLI",
             exclude: ["Images/LICENSES.md"],

@@ -11,7 +11,8 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmarks, each beside an anchor measured in the same run (make bench, make bench-cache, scripts/bench-fetch.sh).",
-        subcommands: [DecodeBench.self, ProgressiveBench.self, CacheBench.self, FetchBench.self]
+        subcommands: [DecodeBench.self, ProgressiveBench.self, CacheBench.self, FetchBench.self, CoalesceBench.self,
+                      PipelineBench.self]
     )
 }
 

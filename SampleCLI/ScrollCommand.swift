@@ -63,9 +63,12 @@ struct ScrollCommand: AsyncParsableCommand {
                                valueName: "FILE.png"))
     var snapshot: String?
 
-    @Option(help: ArgumentHelp("Write an SVG plot of main-queue time per frame and images completed over time.",
-                               valueName: "FILE.svg"))
+    @Option(help: ArgumentHelp("Write a plot of main-queue time per frame and images completed over time: PNG or SVG, by the file's extension.",
+                               valueName: "FILE.png|FILE.svg"))
     var timeline: String?
+
+    @Option(help: "Caches at the start of the measured run: cold (empty), disk (an unmeasured run first, then a new pipeline on the same disk cache) or memory (an unmeasured run first, then the same pipeline again).")
+    var warm: WarmCaches = .cold
 
     @Flag(help: "No live progress line.")
     var quiet = false
@@ -75,7 +78,10 @@ struct ScrollCommand: AsyncParsableCommand {
         guard rows > 0, columns > 0, items >= rows * columns else { throw ValidationError("--items must fill the screen") }
         guard cellSize >= 8, cellSize <= 2048 else { throw ValidationError("--cell-size must be between 8 and 2048") }
         guard seconds > 0, seconds <= 600 else { throw ValidationError("--seconds must be in (0, 600]") }
-        if let timeline, !timeline.hasSuffix(".svg") { throw ValidationError("--timeline writes SVG: give a .svg file") }
+        if let timeline, !timeline.hasSuffix(".svg"), !timeline.hasSuffix(".png") {
+            throw ValidationError("--timeline writes PNG or SVG: give a .png or .svg file")
+        }
+        if warm != .cold, compare { throw ValidationError("--warm and --compare do not go together") }
     }
 
     @Option(help: ArgumentHelp("Load the cells' images from these URLs (a file, one per line, used in turn) instead of the embedded origin.",
@@ -156,9 +162,12 @@ struct ScrollCommand: AsyncParsableCommand {
             print("viewport written to \(snapshot)")
         }
         if let timeline {
-            let svg = ScrollPictures.timeline(busyMs: outcome.busyMs, budgetMs: report.budgetMs,
-                                              imagesCompleted: outcome.imagesCompleted)
-            try Data(svg.utf8).write(to: URL(fileURLWithPath: timeline))
+            let data = timeline.hasSuffix(".png")
+                ? try ScrollPictures.timelinePNG(busyMs: outcome.busyMs, budgetMs: report.budgetMs,
+                                                 imagesCompleted: outcome.imagesCompleted)
+                : Data(ScrollPictures.timeline(busyMs: outcome.busyMs, budgetMs: report.budgetMs,
+                                               imagesCompleted: outcome.imagesCompleted).utf8)
+            try data.write(to: URL(fileURLWithPath: timeline))
             print("timeline written to \(timeline)")
         }
     }
@@ -183,19 +192,34 @@ struct ScrollCommand: AsyncParsableCommand {
         case .httpclient: HTTPClientDownloader()
         }
         configuration.imageDownloader = imageDownloader
-        let pipeline: ImagePipeline
-        do {
-            pipeline = try ImagePipeline(identifier: conventional ? "scroll-conventional" : "scroll",
-                                         configuration: configuration, cacheRoot: root)
-        } catch {
-            throw ValidationError("\(error)")
+        let identifier = conventional ? "scroll-conventional" : "scroll"
+        let layout = GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize)
+        var warmPipeline: ImagePipeline?
+        if !conventional, warm != .cold {
+            // The same scroll, unmeasured, fills the caches; then the measured run starts from them.
+            weak var previous: ImagePipeline?
+            do {
+                let first = try Self.makePipeline(identifier: identifier, configuration: configuration, cacheRoot: root)
+                previous = first
+                _ = await ScrollSimulation(pipeline: first, queue: mainQueue, urls: urls, formats: formats, layout: layout,
+                                           script: script, fps: fps, seconds: seconds,
+                                           disappearance: disappearance.behavior, quiet: true).run()
+                if warm == .memory { warmPipeline = first }
+            }
+            if warm == .disk {
+                // A new pipeline on the same directory (empty rendered and memory caches, the disk cache as
+                // left) once the first is gone: an identifier is held by one live pipeline at a time, and
+                // fetches still winding down hold theirs.
+                let deadline = ContinuousClock.now + .seconds(10)
+                while previous != nil, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            }
         }
+        let pipeline = try warmPipeline ?? Self.makePipeline(identifier: identifier, configuration: configuration, cacheRoot: root)
         let requestsBefore = server?.requestLog.count ?? 0
         let violationsBefore = DelegateQueueDiagnostics.violationCount(on: mainQueue)
         let simulation = ScrollSimulation(
             pipeline: pipeline, queue: mainQueue, urls: urls, formats: formats,
-            layout: GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize),
-            script: script, fps: fps, seconds: seconds, disappearance: disappearance.behavior, quiet: quiet)
+            layout: layout, script: script, fps: fps, seconds: seconds, disappearance: disappearance.behavior, quiet: quiet)
         if conventional { simulation.conventionalDownloader = imageDownloader }
         let outcome = await simulation.run()
         // Downloads still winding down after the last frame (cancelled ones) are counted when the log has them.
@@ -203,6 +227,7 @@ struct ScrollCommand: AsyncParsableCommand {
         var report = outcome.report
         report.network = network.rawValue
         report.script = script.rawValue
+        report.warm = warm.rawValue
         report.delegateQueueViolations = DelegateQueueDiagnostics.violationCount(on: mainQueue) - violationsBefore
         if let server {
             let requests = server.requestLog.dropFirst(requestsBefore)
@@ -221,6 +246,21 @@ struct ScrollCommand: AsyncParsableCommand {
         try await (imageDownloader as? HTTPClientDownloader)?.shutdown()
         return (report, outcome)
     }
+}
+
+extension ScrollCommand {
+    static func makePipeline(identifier: String, configuration: GlobalConfiguration, cacheRoot: URL) throws -> ImagePipeline {
+        do {
+            return try ImagePipeline(identifier: identifier, configuration: configuration, cacheRoot: cacheRoot)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+}
+
+/// `--warm`.
+enum WarmCaches: String, ExpressibleByArgument, CaseIterable {
+    case cold, disk, memory
 }
 
 /// The embedded origin of `sample-cli scroll`.

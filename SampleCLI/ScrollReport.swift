@@ -47,6 +47,8 @@ struct ScrollReport {
     var cells: Int
     var network = ""
     var script = ""
+    /// The caches at the start: cold, disk or memory (`--warm`).
+    var warm = "cold"
     var delegateQueueViolations = 0
     var bytesTransferred = 0
     var requests = 0
@@ -58,7 +60,7 @@ struct ScrollReport {
     func table() -> String {
         var lines: [String] = []
         func row(_ name: String, _ value: String) { lines.append(name.padding(toLength: 50, withPad: " ", startingAt: 0) + value) }
-        row("script / network", "\(script) / \(network), \(cells) cells visited")
+        row("script / network / caches", "\(script) / \(network) / \(warm), \(cells) cells visited")
         row("frames", "\(frames) at \(fps) fps (budget \(String(format: "%.2f", budgetMs)) ms)")
         row("dropped frames", "\(dropped) (\(String(format: "%.1f", Double(dropped) * 100 / Double(max(frames, 1))))%)")
         row("main-queue time per frame p50 / p99", String(format: "%.3f / %.3f ms (frame work alone %.3f / %.3f ms)",
@@ -113,7 +115,7 @@ struct ScrollReport {
 
     func jsonData() throws -> Data {
         let object: [String: Any] = [
-            "script": script, "network": network, "frames": frames, "fps": fps, "frameBudgetMs": budgetMs,
+            "script": script, "network": network, "warm": warm, "frames": frames, "fps": fps, "frameBudgetMs": budgetMs,
             "droppedFrames": dropped, "mainQueueMsPerFrame": ["p50": busyP50Ms, "p99": busyP99Ms],
             "frameWorkMs": ["p50": workP50Ms, "p99": workP99Ms], "visibleCellsShowingImage": coverage,
             "timeToFirstPixels": firstPixels.mapValues(\.json), "timeToFinalImage": finals.mapValues(\.json), "timeToFinalImageAllFormats": allFinals.json, "timeToFirstPixelsAllFormats": allFirstPixels.json,

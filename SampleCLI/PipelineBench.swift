@@ -1,0 +1,256 @@
+import ArgumentParser
+import CoreMetrics
+import Dispatch
+import Foundation
+import ImageOriginServer
+import ImagePipelineHTTPClient
+import ImagePipelineKit
+import PipelineLocking
+
+/// `sample-cli bench coalesce`: performance-anchors.md B13. Many fetches of one URL at once through a cold
+/// pipeline must make one request and one decode, and every completion must follow the first closely.
+struct CoalesceBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coalesce",
+        abstract: "B13: --fetches concurrent fetches of one URL through a cold pipeline: requests, decodes, callback spread.",
+        discussion: """
+            Each round makes a new pipeline (empty caches) and a new URL on the in-process loopback origin, \
+            serving a 1920x1080 JPEG made from a bundled photo, then starts --fetches fetches of it at 256 px, \
+            all from the delegate queue in one turn. Counted per round: requests the origin served, decodes \
+            (the pipeline's decode-duration metric), fetches that failed, and the spread: time from the first \
+            completion callback to the last. Targets (B13): exactly 1 request and 1 decode; every callback \
+            within 1 ms of the first. Exits 1 when a round misses the counts (not the spread, which is timing).
+            """
+    )
+
+    @Option(help: "Concurrent fetches of the one URL.")
+    var fetches = 100
+
+    @Option(help: "Rounds, each with a new pipeline and URL.")
+    var rounds = 5
+
+    func run() async throws {
+        let jpeg = try BenchImages.photoJPEG(width: 1920, height: 1080, from: "skimage-hubble_deep_field.jpg")
+        let server = try await ImageOriginServer.start(port: 0)
+        let downloader = HTTPClientDownloader()
+        var spreads: [Double] = []
+        var countsMissed = false
+        print("round  requests  decodes  failed  spread_ms   (target: 1 request, 1 decode, spread <= 1 ms)")
+        for round in 0..<rounds {
+            let path = "/coalesce/\(round)/photo.jpg"
+            server.setAsset(jpeg, at: path, contentType: "image/jpeg")
+            let requestsBefore = server.requestLog.count
+            let decodes = DecodeCounter()
+            let outcome = try await BenchPipeline.withPipeline(named: "bench-coalesce", downloader: downloader,
+                                                               metrics: decodes) { pipeline, queue in
+                await Self.fetchAll(count: fetches, url: server.url(for: path), pipeline: pipeline, queue: queue)
+            }
+            let requests = server.requestLog.count - requestsBefore
+            let spread = outcome.spreadMilliseconds
+            spreads.append(spread)
+            if requests != 1 || decodes.count != 1 || outcome.failed > 0 { countsMissed = true }
+            print(String(format: "%5d  %8d  %7d  %6d  %9.3f", round, requests, decodes.count, outcome.failed, spread))
+        }
+        try await downloader.shutdown()
+        try await server.shutdown()
+        spreads.sort()
+        print(String(format: "B13 coalesce: %d fetches of one URL: spread p50 %.3f ms, max %.3f ms (target <= 1 ms); counts %@",
+                     fetches, spreads[spreads.count / 2], spreads.last ?? 0, countsMissed ? "MISSED" : "met in every round"))
+        if countsMissed { throw ExitCode(1) }
+    }
+
+    private struct Outcome {
+        var failed = 0
+        var completions: [UInt64] = []
+        var spreadMilliseconds: Double {
+            guard let first = completions.min(), let last = completions.max() else { return 0 }
+            return Double(last - first) / 1e6
+        }
+    }
+
+    /// Starts `count` fetches of `url` in one turn of the delegate queue; returns when all have completed.
+    private static func fetchAll(count: Int, url: URL, pipeline: ImagePipeline, queue: DispatchQueue) async -> Outcome {
+        let outcome = Locked(Outcome())
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let remaining = Locked(count)
+            queue.async {
+                let request = GenericFetchRequest(url: url, targetSizing: TargetSizing(dimensions: PixelSize(width: 256, height: 256),
+                                                                                       contentMode: .fit))
+                for _ in 0..<count {
+                    let operation = pipeline.operation(with: request) { result in
+                        let now = DispatchTime.now().uptimeNanoseconds
+                        outcome.withLock { outcome in
+                            outcome.completions.append(now)
+                            if case .failure = result { outcome.failed += 1 }
+                        }
+                        let left = remaining.withLock { left -> Int in
+                            left -= 1
+                            return left
+                        }
+                        if left == 0 { continuation.resume() }
+                    }
+                    pipeline.fetchImage(with: operation)
+                }
+            }
+        }
+        return outcome.withLock { $0 }
+    }
+}
+
+/// `sample-cli bench pipeline`: performance-anchors.md B12. A cold pipeline fetching many distinct JPEGs from
+/// the loopback origin into 256 px images (memory and disk caches written), against the same decodes done
+/// directly on two threads in the same run.
+struct PipelineBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pipeline",
+        abstract: "B12: --images distinct 1920x1080 JPEGs from the loopback origin to 256 px through a cold pipeline (images/s).",
+        discussion: """
+            Four 1920x1080 JPEGs are made from bundled photos (quality 85) and served under --images distinct \
+            URLs, so every fetch is a new identifier: a download, a decode at 256 px (DCT scaling, then \
+            resampling), the rendered and memory caches, and a disk-cache write. All fetches are started at \
+            once; the pipeline's own queues bound the work. Reported: images/s until the last completion. \
+            The anchor, measured in the same run right after: the same decodes at 256 px straight from memory \
+            on two threads (no network, no caches), as images/s; the ratio is ours over the anchor. Target \
+            (B12): at least 250 images/s on two cores.
+            """
+    )
+
+    @Option(help: "Distinct images to fetch.")
+    var images = 1000
+
+    func run() async throws {
+        let sources = ["skimage-hubble_deep_field.jpg", "skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-chelsea.png"]
+        let photos = try sources.map { try BenchImages.photoJPEG(width: 1920, height: 1080, from: $0) }
+        let server = try await ImageOriginServer.start(port: 0)
+        server.setRequestLogCapacity(16)
+        for index in 0..<images {
+            server.setAsset(photos[index % photos.count], at: "/pipeline/\(index).jpg", contentType: "image/jpeg")
+        }
+        let downloader = HTTPClientDownloader()
+        let target = TargetSizing(dimensions: PixelSize(width: 256, height: 256), contentMode: .fit)
+        let (seconds, failures, diskBytes) = try await BenchPipeline.withPipeline(named: "bench-pipeline", downloader: downloader,
+                                                                                  metrics: nil) { pipeline, queue in
+            let started = DispatchTime.now().uptimeNanoseconds
+            let failures = Locked(0)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let remaining = Locked(images)
+                queue.async {
+                    for index in 0..<images {
+                        let request = GenericFetchRequest(url: server.url(for: "/pipeline/\(index).jpg"), targetSizing: target)
+                        let operation = pipeline.operation(with: request) { result in
+                            if case .failure = result { failures.withLock { $0 += 1 } }
+                            if remaining.withLock({ left -> Int in left -= 1; return left }) == 0 { continuation.resume() }
+                        }
+                        pipeline.fetchImage(with: operation)
+                    }
+                }
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            return (seconds, failures.withLock { $0 }, pipeline.diskCache?.totalBytes ?? 0)
+        }
+        try await downloader.shutdown()
+        try await server.shutdown()
+        guard failures == 0 else { throw ValidationError("\(failures) of \(images) fetches failed") }
+
+        let anchor = try Self.directDecodeRate(photos: photos, count: images, target: target)
+        let rate = Double(images) / seconds
+        print(String(format: "pipeline: %d images in %.2f s = %.0f images/s (disk cache: %.1f MB written)",
+                     images, seconds, rate, Double(diskBytes) / 1e6))
+        print(String(format: "anchor:   the same decodes at 256 px from memory on 2 threads = %.0f images/s", anchor))
+        print(String(format: "B12 pipeline: %.0f images/s, %.2fx the direct decodes (target >= 250 images/s: %@)",
+                     rate, rate / anchor, rate >= 250 ? "met" : "MISSED"))
+    }
+
+    /// Images/s of decoding `count` of `photos` (in turn) at `target` on two threads.
+    private static func directDecodeRate(photos: [Data], count: Int, target: TargetSizing) throws -> Double {
+        let next = Locked(0)
+        let failure = Locked<(any Error)?>(nil)
+        let group = DispatchGroup()
+        let started = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<2 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                while true {
+                    let index = next.withLock { value -> Int in defer { value += 1 }; return value }
+                    guard index < count else { return }
+                    do {
+                        _ = try CodecCatalogue.shared.decode(photos[index % photos.count], target: target)
+                    } catch {
+                        failure.withLock { $0 = error }
+                        return
+                    }
+                }
+            }
+        }
+        group.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
+        return Double(count) / (Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+    }
+}
+
+/// What the pipeline benchmarks share: a cold pipeline in a temporary cache directory.
+enum BenchPipeline {
+    /// Runs `body` with a new pipeline (its own configuration, delegate queue and temporary cache directory,
+    /// removed afterwards) that downloads with `downloader` and reports metrics to `metrics`.
+    static func withPipeline<R: Sendable>(
+        named name: String, downloader: any ImageDownloader, metrics: (any MetricsFactory)?,
+        _ body: (ImagePipeline, DispatchQueue) async throws -> R
+    ) async throws -> R {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-\(name)-\(getpid())-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let configuration = GlobalConfiguration()
+        let queue = DispatchQueue(label: "sample-cli.bench.delegate")
+        configuration.delegateQueue = queue
+        configuration.imageDownloader = downloader
+        if let metrics { configuration.metricsFactory = metrics }
+        let pipeline: ImagePipeline
+        do {
+            pipeline = try ImagePipeline(identifier: name, configuration: configuration, cacheRoot: root)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        return try await body(pipeline, queue)
+    }
+}
+
+/// Test photos for the pipeline benchmarks, made from the bundled images.
+enum BenchImages {
+    /// The bundled image `name` resampled to `width` x `height` and encoded as a baseline JPEG at quality 85.
+    static func photoJPEG(width: Int, height: Int, from name: String) throws -> Data {
+        guard let path = FetchBench.bundledImagePath(name) else { throw ValidationError("bundled image \(name) not found") }
+        let decoded = try CodecCatalogue.shared.decode(try Data(contentsOf: URL(fileURLWithPath: path)))
+        let resized = try decoded.container.bitmap.scaled(to: PixelSize(width: width, height: height))
+        return try CodecCatalogue.shared.encode(ImageContainer(bitmap: resized), as: .jpeg, quality: 0.85)
+    }
+}
+
+/// Counts decodes through the pipeline's decode-duration timer; every other metric is dropped.
+final class DecodeCounter: MetricsFactory, Sendable {
+    private let decodes = Locked(0)
+
+    var count: Int { decodes.withLock { $0 } }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { Ignored() }
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler { Ignored() }
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        label == PipelineMetricLabels.decodeDuration ? DecodeTimer(counter: self) : Ignored()
+    }
+    func destroyCounter(_ handler: any CounterHandler) {}
+    func destroyRecorder(_ handler: any RecorderHandler) {}
+    func destroyTimer(_ handler: any TimerHandler) {}
+
+    private final class DecodeTimer: TimerHandler, Sendable {
+        let counter: DecodeCounter
+        init(counter: DecodeCounter) { self.counter = counter }
+        func recordNanoseconds(_ duration: Int64) { counter.decodes.withLock { $0 += 1 } }
+    }
+
+    private final class Ignored: CounterHandler, RecorderHandler, TimerHandler, Sendable {
+        func increment(by: Int64) {}
+        func reset() {}
+        func record(_ value: Int64) {}
+        func record(_ value: Double) {}
+        func recordNanoseconds(_ duration: Int64) {}
+    }
+}

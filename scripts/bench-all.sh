@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Every benchmark of performance-anchors.md that the project measures, one after another, each printing its
+# figures as ratios to an anchor measured in the same run (see each script for how). `make bench` runs this.
+#
+#   scripts/bench-all.sh              # everything (about 10 minutes on 2 cores, after the release build)
+#   ONLY="cache fetch" scripts/bench-all.sh
+#
+# Sections (ONLY= picks some): decode (B5-B10, scripts/bench-decode.sh), peers (Pillow, vips, djpeg side by
+# side, scripts/bench-peers.sh), cache (B1-B3), fetch (B11, scripts/bench-fetch.sh), coalesce (B13),
+# pipeline (B12), scroll (B14, three runs of `sample-cli scroll --warm`). Each section's output is also kept in out/bench/SECTION.txt, from which the
+# README's tables are copied. A section that fails is reported and the others still run; the exit status is
+# 1 if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out/bench}
+ONLY=${ONLY:-decode peers cache fetch coalesce pipeline scroll}
+CLI=.build/release/sample-cli
+mkdir -p "$OUT"
+
+echo "bench-all: swift build -c release --product sample-cli" >&2
+swift build -c release --product sample-cli >&2 || exit 1
+
+failed=()
+section() { # NAME COMMAND...: runs one section, tees its output to $OUT/NAME.txt
+    local name=$1; shift
+    case " $ONLY " in *" $name "*) ;; *) return ;; esac
+    echo
+    echo "=== $name: $* ==="
+    if ! "$@" 2>&1 | tee "$OUT/$name.txt"; then failed+=("$name"); fi
+}
+
+section decode bash scripts/bench-decode.sh
+section peers bash scripts/bench-peers.sh
+section cache "$CLI" bench cache
+section fetch bash scripts/bench-fetch.sh
+section coalesce "$CLI" bench coalesce
+section pipeline "$CLI" bench pipeline
+# B14: 10k cells, 3 columns, 256 px, the fling script (8 screens/s) at 120 Hz over the loopback origin, from
+# cold caches, a warm disk cache and warm memory caches. Targets in performance-anchors.md; read the tables.
+b14() {
+    for warm in cold disk memory; do
+        "$CLI" scroll --items 10000 --columns 3 --rows 4 --cell-size 256 --fps 120 --script fling --network loopback \
+            --seconds 8 --warm "$warm" --quiet --json "$OUT/scroll-$warm.json" || return 1
+    done
+}
+section scroll b14
+
+echo
+echo "bench-all: outputs in $OUT/"
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "bench-all: FAILED sections: ${failed[*]}" >&2
+    exit 1
+fi
