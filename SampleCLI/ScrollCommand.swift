@@ -201,9 +201,15 @@ struct ScrollCommand: AsyncParsableCommand {
             do {
                 let first = try Self.makePipeline(identifier: identifier, configuration: configuration, cacheRoot: root)
                 previous = first
+                // Fetches are left running when their cells scroll off (at 8 screens/s most would be cancelled
+                // before they finish, leaving the caches nearly empty), and the measured run waits for them.
                 _ = await ScrollSimulation(pipeline: first, queue: mainQueue, urls: urls, formats: formats, layout: layout,
                                            script: script, fps: fps, seconds: seconds,
-                                           disappearance: disappearance.behavior, quiet: true).run()
+                                           disappearance: .none, quiet: true).run()
+                let deadline = ContinuousClock.now + .seconds(60)
+                while configuration.operationQueue.operationCount > 0, ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(20))
+                }
                 if warm == .memory { warmPipeline = first }
             }
             if warm == .disk {
