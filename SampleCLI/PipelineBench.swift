@@ -41,7 +41,7 @@ struct CoalesceBench: AsyncParsableCommand {
             server.setAsset(jpeg, at: path, contentType: "image/jpeg")
             let requestsBefore = server.requestLog.count
             let decodes = DecodeCounter()
-            let outcome = try await BenchPipeline.withPipeline(named: "bench-coalesce", downloader: downloader,
+            let outcome = try await BenchPipeline.withPipeline(named: "bench-coalesce-\(round)", downloader: downloader,
                                                                metrics: decodes) { pipeline, queue in
                 await Self.fetchAll(count: fetches, url: server.url(for: path), pipeline: pipeline, queue: queue)
             }
@@ -68,32 +68,12 @@ struct CoalesceBench: AsyncParsableCommand {
         }
     }
 
-    /// Starts `count` fetches of `url` in one turn of the delegate queue; returns when all have completed.
+    /// Fetches `url` `count` times at once and notes when each completion callback ran.
     private static func fetchAll(count: Int, url: URL, pipeline: ImagePipeline, queue: DispatchQueue) async -> Outcome {
-        let outcome = Locked(Outcome())
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let remaining = Locked(count)
-            queue.async {
-                let request = GenericFetchRequest(url: url, targetSizing: TargetSizing(dimensions: PixelSize(width: 256, height: 256),
-                                                                                       contentMode: .fit))
-                for _ in 0..<count {
-                    let operation = pipeline.operation(with: request) { result in
-                        let now = DispatchTime.now().uptimeNanoseconds
-                        outcome.withLock { outcome in
-                            outcome.completions.append(now)
-                            if case .failure = result { outcome.failed += 1 }
-                        }
-                        let left = remaining.withLock { left -> Int in
-                            left -= 1
-                            return left
-                        }
-                        if left == 0 { continuation.resume() }
-                    }
-                    pipeline.fetchImage(with: operation)
-                }
-            }
-        }
-        return outcome.withLock { $0 }
+        let request = GenericFetchRequest(url: url, targetSizing: TargetSizing(dimensions: PixelSize(width: 256, height: 256),
+                                                                               contentMode: .fit))
+        let completions = await BenchPipeline.fetchAtOnce(Array(repeating: request, count: count), pipeline: pipeline, queue: queue)
+        return Outcome(failed: completions.filter { !$0.succeeded }.count, completions: completions.map(\.at))
     }
 }
 
@@ -131,22 +111,10 @@ struct PipelineBench: AsyncParsableCommand {
         let (seconds, failures, diskBytes) = try await BenchPipeline.withPipeline(named: "bench-pipeline", downloader: downloader,
                                                                                   metrics: nil) { pipeline, queue in
             let started = DispatchTime.now().uptimeNanoseconds
-            let failures = Locked(0)
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let remaining = Locked(images)
-                queue.async {
-                    for index in 0..<images {
-                        let request = GenericFetchRequest(url: server.url(for: "/pipeline/\(index).jpg"), targetSizing: target)
-                        let operation = pipeline.operation(with: request) { result in
-                            if case .failure = result { failures.withLock { $0 += 1 } }
-                            if remaining.withLock({ left -> Int in left -= 1; return left }) == 0 { continuation.resume() }
-                        }
-                        pipeline.fetchImage(with: operation)
-                    }
-                }
-            }
+            let requests = (0..<images).map { GenericFetchRequest(url: server.url(for: "/pipeline/\($0).jpg"), targetSizing: target) }
+            let completions = await BenchPipeline.fetchAtOnce(requests, pipeline: pipeline, queue: queue)
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            return (seconds, failures.withLock { $0 }, pipeline.diskCache?.totalBytes ?? 0)
+            return (seconds, completions.filter { !$0.succeeded }.count, pipeline.diskCache?.totalBytes ?? 0)
         }
         try await downloader.shutdown()
         try await server.shutdown()
@@ -211,6 +179,36 @@ enum BenchPipeline {
             throw ValidationError("\(error)")
         }
         return try await body(pipeline, queue)
+    }
+
+    /// One fetch's completion: whether it succeeded, and when its callback ran (uptime nanoseconds).
+    struct Completion: Sendable {
+        var succeeded: Bool
+        var at: UInt64
+    }
+
+    /// Starts a fetch per request, all in one turn of the delegate queue (the pipeline's own queues bound the
+    /// work), and returns once every completion callback has run, in the order they ran.
+    static func fetchAtOnce(_ requests: [GenericFetchRequest], pipeline: ImagePipeline,
+                            queue: DispatchQueue) async -> [Completion] {
+        guard !requests.isEmpty else { return [] }
+        let completions = Locked<[Completion]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                for request in requests {
+                    let operation = pipeline.operation(with: request) { result in
+                        let completion = Completion(succeeded: (try? result.get()) != nil, at: DispatchTime.now().uptimeNanoseconds)
+                        let done = completions.withLock { all -> Bool in
+                            all.append(completion)
+                            return all.count == requests.count
+                        }
+                        if done { continuation.resume() }
+                    }
+                    pipeline.fetchImage(with: operation)
+                }
+            }
+        }
+        return completions.withLock { $0 }
     }
 }
 

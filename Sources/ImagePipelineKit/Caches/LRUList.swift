@@ -5,8 +5,8 @@
 /// nodes by key and hashed the key a dozen times per touch, which measured 8x a bare dictionary). The links
 /// live in an array of their own, eight bytes per entry: a move rewrites both neighbours' links, and with
 /// random keys those sat in two random nodes (two cache misses per hit); packed apart, 10k entries' links take
-/// 80 KB and stay in the CPU's cache. Removal fills the hole with the last node, so the arrays never have gaps. Not thread-safe on its own: its owner's
-/// lock guards it. The head is the most recently used entry, the tail the next to evict.
+/// 80 KB and stay in the CPU's cache. Removal fills the hole with the last node, so the arrays never have gaps.
+/// Not thread-safe on its own: its owner's lock guards it. The head is the most recently used entry, the tail the next to evict.
 struct LRUList<Key: Hashable, Value> {
     private struct Node {
         var key: Key

@@ -34,7 +34,7 @@ public protocol ImageDownloader: Sendable {
 /// chunks, then exactly one completion. Nothing arrives after the completion.
 ///
 /// Calls never overlap and never come from inside ``ImageDownloader/startDownload(_:delegate:)``. They come on the
-/// download's private serial queue or, for ``HTTPClientDownloader``-like transports, on the thread that read the
+/// download's private serial queue or, for `HTTPClientDownloader`-like transports, on the thread that read the
 /// bytes (an event-loop thread) whenever no other call is running: so keep them short, and hand decoding, disk
 /// work or anything that waits to a queue of your own. They apply back-pressure: a downloader
 /// reads on only after the chunk callback returns (``URLSessionDownloader`` cannot hold
