@@ -30,7 +30,10 @@ struct FetchBench: AsyncParsableCommand {
             and the number of connections the server accepted during the phase (connection reuse). \
             \n\nThe anchor: for each concurrency level N, `wrk -t1 -c1` (N = 1) or `wrk -t2 -cN`, for \
             --seconds rounded to whole seconds (wrk's resolution), runs as a subprocess against the same URL \
-            right after the downloaders of that level. The table gives each downloader's rate as a ratio to \
+            right after the downloaders of that level. With urlsession measured, a second anchor runs beside \
+            it: `urlsession-bare`, URLSession itself with the same settings and a plain completion-handler data \
+            task, none of the library's code; URLSessionDownloader's rate is also given as a ratio to it, which \
+            tells URLSession's own cost from the downloader's. The table gives each downloader's rate as a ratio to \
             the matching wrk run (the verdict; B11's target is at least 0.5x) and, for information, the \
             per-request overhead over wrk, 1/rate - 1/wrk_rate in microseconds (B11 asks for less than 100 µs, \
             but against nginx, which answered wrk -c1 in about 100 µs a request on this project's machine; this \
@@ -120,6 +123,7 @@ struct FetchBench: AsyncParsableCommand {
         if downloader != .httpclient {
             downloaders.append(("urlsession", connectionsPerHost.map { URLSessionDownloader(maximumConnectionsPerHost: $0) }
                                                 ?? URLSessionDownloader()))
+            downloaders.append((Row.bareURLSession, BareURLSessionDownloader(maximumConnectionsPerHost: connectionsPerHost ?? 6)))
         }
         if downloader != .urlsession {
             var configuration = HTTPClientDownloader.defaultConfiguration()
@@ -175,6 +179,7 @@ struct FetchBench: AsyncParsableCommand {
 
         print("")
         print(Row.table(rows, withWrk: wrkPath != nil))
+        for line in Row.againstBareURLSession(rows) { print(line) }
     }
 
     // MARK: - The asset
@@ -539,6 +544,17 @@ struct Row {
 
     static let targetRatio = 0.5
     static let targetOverheadMicroseconds = 100.0
+    static let bareURLSession = "urlsession-bare"
+
+    /// URLSessionDownloader's rate against URLSession used bare, per concurrency level.
+    static func againstBareURLSession(_ rows: [Row]) -> [String] {
+        rows.filter { $0.name == "urlsession" }.compactMap { ours in
+            guard let bare = rows.first(where: { $0.name == bareURLSession && $0.concurrency == ours.concurrency }) else { return nil }
+            return String(format: "urlsession c%d: %.2fx URLSession used bare, with none of the library's code (%.0f vs %.0f req/s)",
+                          ours.concurrency, ours.result.requestsPerSecond / bare.result.requestsPerSecond,
+                          ours.result.requestsPerSecond, bare.result.requestsPerSecond)
+        }
+    }
 
     var ratio: Double? { wrk.map { result.requestsPerSecond / $0.requestsPerSecond } }
     /// Extra wall time per request at the same concurrency: 1/rate - 1/wrk_rate.
@@ -560,7 +576,7 @@ struct Row {
             text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
         }
         var lines: [String] = []
-        var header = ["downloader".padding(toLength: 11, withPad: " ", startingAt: 0), pad("conc", 4), pad("req/s", 8),
+        var header = ["downloader".padding(toLength: 15, withPad: " ", startingAt: 0), pad("conc", 4), pad("req/s", 8),
                       pad("p50 µs", 8), pad("p99 µs", 8), pad("MB/s", 6), pad("conns", 5)]
         if withWrk {
             header += [pad("wrk req/s", 9), pad("wrk p50", 8), pad("ratio", 6), pad("target", 6),
@@ -568,7 +584,7 @@ struct Row {
         }
         lines.append(header.joined(separator: "  "))
         for row in rows {
-            var cells = [row.name.padding(toLength: 11, withPad: " ", startingAt: 0), pad("\(row.concurrency)", 4),
+            var cells = [row.name.padding(toLength: 15, withPad: " ", startingAt: 0), pad("\(row.concurrency)", 4),
                          pad(String(format: "%.0f", row.result.requestsPerSecond), 8),
                          pad(String(format: "%.0f", row.result.percentileMicroseconds(0.5)), 8),
                          pad(String(format: "%.0f", row.result.percentileMicroseconds(0.99)), 8),

@@ -54,6 +54,32 @@ struct FetchMetricsTests {
         }
     }
 
+    @Test("B13: twenty fetches of one URL started at once make one request and one decode, and every one gets the image",
+          arguments: CoordinatorDownloader.allCases)
+    func coalescedFetchesDecodeOnce(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            let recorded = TestMetrics()
+            h.configuration.metricsFactory = recorded
+            // A larger photo than the harness's: its decode takes long enough that the fetches sharing the
+            // download all ask for it while it runs.
+            let photo = try Data(contentsOf: CoordinatorHarness.imageURL.deletingLastPathComponent()
+                .appendingPathComponent("skimage-hubble_deep_field.jpg"))
+            h.server.setAsset(photo, at: "/big.jpg", contentType: "image/jpeg")
+            let request = h.request("/big.jpg", identifier: nil, target: PixelSize(width: 256, height: 256))
+            let delegates = (0..<20).map { _ in RecordingFetchDelegate() }
+            h.onDelegateQueue {
+                for delegate in delegates { h.pipeline.fetchImage(with: h.pipeline.operation(with: request, delegate: delegate)) }
+            }
+            var images: [ImageContainer] = []
+            for delegate in delegates { images.append(try await delegate.finished().get().image) }
+            #expect(h.server.requestLog.count == 1)
+            #expect(try recorded.expectTimer(PipelineMetricLabels.decodeDuration, [("format", "\(ImageType.jpeg)")]).values.count == 1)
+            // One decode: every fetch holds the very same pixels.
+            #expect(Set(images.map { ObjectIdentifier($0.frames[0].bitmap) }).count == 1)
+            #expect(max(images[0].dimensions.width, images[0].dimensions.height) == 256)
+        }
+    }
+
     @Test("A failed fetch counts as a failure with no source; its network attempt never completed", arguments: [CoordinatorDownloader.httpClient])
     func failure(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in

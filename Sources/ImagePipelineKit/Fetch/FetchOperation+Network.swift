@@ -67,18 +67,21 @@ extension FetchOperation {
             if let partial { _queue_keepPartial(partial) }
             _queue_fail(FetchError(networkError: error))
         case .success(let result):
-            _queue_networkSucceeded(result)
+            // Fetches that shared the download share its decode too.
+            _queue_decodeShared(result.data) { [self] outcome in
+                switch outcome {
+                case .success(let decoded):
+                    _queue_networkSucceeded(result, decoded: decoded)
+                case .failure(let error):
+                    pipeline.configuration.report(.imageDownloadedCouldNotBeDecoded(identifier: identifier,
+                                                                                    bytes: result.data.count))
+                    _queue_fail(FetchError(.couldNotDecodeImage, underlying: error))
+                }
+            }
         }
     }
 
-    private func _queue_networkSucceeded(_ result: NetworkLoadResult) {
-        let decoded: DecodedImage
-        do {
-            decoded = try _queue_decode(result.data)
-        } catch {
-            pipeline.configuration.report(.imageDownloadedCouldNotBeDecoded(identifier: identifier, bytes: result.data.count))
-            return _queue_fail(FetchError(.couldNotDecodeImage, underlying: error))
-        }
+    private func _queue_networkSucceeded(_ result: NetworkLoadResult, decoded: DecodedImage) {
         let source: ImageLoadSource = result.wasResumed ? .networkResumed : .network
         metricsRecorder.noteNetworkImage(bytes: result.data.count, type: decoded.properties.type,
                                          dimensions: decoded.properties.dimensions)

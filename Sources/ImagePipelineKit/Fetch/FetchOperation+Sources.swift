@@ -31,12 +31,18 @@ extension FetchOperation {
         _queue_setState(.loadingFromMemory)
         metricsRecorder.begin(.memoryCache)
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .memoryCache) }
+        // A rendition made while this fetch waited in the operation queue (another fetch of the image finished)
+        // needs no decode. TIP reads the rendered cache only before queueing; reading it again here is what
+        // lets a hundred queued fetches of one image cost one decode (B13).
+        if let (result, isDirty) = pipeline.renderedResult(for: request), !isDirty { return _queue_succeed(result) }
         let entry = pipeline.memoryCache.entry(for: identifier)
         if let complete = entry?.complete {
-            if complete.url == request.url, _queue_deliverCached(complete, source: .memoryCache, storeInMemory: false) {
-                return
+            if complete.url == request.url {
+                return _queue_deliverCached(complete, source: .memoryCache, storeInMemory: false) { [self] in
+                    _queue_afterMemoryImage(entry)
+                }
             }
-            if complete.url != request.url, previewResult == nil {
+            if previewResult == nil {
                 return _queue_offerPreview(complete, source: .memoryCache) { [self] in _queue_afterMemoryImage(entry) }
             }
         }
@@ -61,11 +67,13 @@ extension FetchOperation {
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .diskCache) }
         let entry = disk.entry(for: identifier)
         if let complete = entry?.complete {
-            if complete.url == request.url, _queue_deliverCached(complete, source: .diskCache, storeInMemory: true) {
-                return
+            if complete.url == request.url {
+                return _queue_deliverCached(complete, source: .diskCache, storeInMemory: true) { [self] in
+                    _queue_afterDiskImage(entry)
+                }
             }
             // One preview per fetch: a disk image of another URL only when the memory cache offered none (b8).
-            if complete.url != request.url, previewResult == nil {
+            if previewResult == nil {
                 return _queue_offerPreview(complete, source: .diskCache) { [self] in _queue_afterDiskImage(entry) }
             }
         }
@@ -77,8 +85,7 @@ extension FetchOperation {
         if let partial = entry?.partial, partial.url == request.url, _queue_adoptPartial(partial) {
             return _queue_loadFromNetwork()
         }
-        if _queue_loadFromOtherPipelines() { return }
-        _queue_loadFromAdditionalCaches()
+        _queue_loadFromOtherPipelines(PipelineRegistry.shared.livePipelines.filter { $0 !== pipeline }[...])
     }
 
     // MARK: - Previews
@@ -120,22 +127,25 @@ extension FetchOperation {
     }
 
     /// tip-behaviour b6: another live pipeline's disk entry with the same identifier *and* URL is copied into
-    /// this pipeline's disk cache and delivered from there.
-    private func _queue_loadFromOtherPipelines() -> Bool {
-        guard let disk = pipeline.diskCache else { return false }
-        for other in PipelineRegistry.shared.livePipelines where other !== pipeline {
+    /// this pipeline's disk cache and delivered from there; with none of `others`, the additional caches.
+    private func _queue_loadFromOtherPipelines(_ others: ArraySlice<ImagePipeline>) {
+        var others = others
+        guard let disk = pipeline.diskCache else { return _queue_loadFromAdditionalCaches() }
+        while let other = others.popFirst() {
             guard let found = other.diskCache?.peek(identifier: identifier), found.url == request.url else { continue }
             var copy = found
             copy.timeToLive = request.resolvedTimeToLive
             copy.updatesExpiryOnAccess = !request.options.contains(.doNotResetExpiryOnAccess)
             copy.lastAccess = Date()
             disk.storeComplete(copy, identifier: identifier, forced: !copy.isPlaceholder)
-            if let stored = disk.entry(for: identifier)?.complete, stored.url == request.url,
-               _queue_deliverCached(stored, source: .diskCache, storeInMemory: false) {
-                return true
+            if let stored = disk.entry(for: identifier)?.complete, stored.url == request.url {
+                let rest = others
+                return _queue_deliverCached(stored, source: .diskCache, storeInMemory: false) { [self] in
+                    _queue_loadFromOtherPipelines(rest)
+                }
             }
         }
-        return false
+        _queue_loadFromAdditionalCaches()
     }
 
     // MARK: - Additional caches
@@ -174,29 +184,33 @@ extension FetchOperation {
 
     // MARK: - Shared steps
 
-    /// Decodes cached bytes at the target and succeeds with them; false when they do not decode (the entry is
-    /// then dropped from the cache it came from, and the walk goes on).
-    func _queue_deliverCached(_ cached: CachedImageData, source: ImageLoadSource, storeInMemory: Bool) -> Bool {
-        let decoded: DecodedImage
-        do {
-            decoded = try _queue_decode(cached.data)
-        } catch {
-            pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: identifier, source: source))
-            if source == .memoryCache { pipeline.memoryCache.clear(identifier: identifier) }
-            if source == .diskCache { pipeline.diskCache?.remove(identifier: identifier) }
-            return false
+    /// Decodes cached bytes at the target and succeeds with them. When they do not decode, the entry is dropped
+    /// from the cache it came from and the walk goes on with `next`.
+    func _queue_deliverCached(_ cached: CachedImageData, source: ImageLoadSource, storeInMemory: Bool,
+                              orElse next: @escaping @Sendable () -> Void) {
+        _queue_decodeShared(cached.data) { [self] outcome in
+            let decoded: DecodedImage
+            switch outcome {
+            case .success(let image):
+                decoded = image
+            case .failure:
+                pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: identifier, source: source))
+                if source == .memoryCache { pipeline.memoryCache.clear(identifier: identifier) }
+                if source == .diskCache { pipeline.diskCache?.remove(identifier: identifier) }
+                return next()
+            }
+            // Percolation into the in-memory caches (b9) comes before the final callback: a fetch the delegate
+            // starts from there finds the image.
+            if storeInMemory { pipeline.memoryCache.storeComplete(cached, identifier: identifier) }
+            let (image, transformed) = _queue_transform(decoded.container, progress: 1)
+            _queue_storeRendered(image, sourceDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
+                                 transformed: transformed)
+            var result = FetchResult(image: image, source: source, url: cached.url,
+                                     originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
+                                     identifier: identifier)
+            result.imageWasTransformed = transformed
+            _queue_succeed(result)
         }
-        // Percolation into the in-memory caches (b9) comes before the final callback: a fetch the delegate starts
-        // from there finds the image.
-        if storeInMemory { pipeline.memoryCache.storeComplete(cached, identifier: identifier) }
-        let (image, transformed) = _queue_transform(decoded.container, progress: 1)
-        _queue_storeRendered(image, sourceDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
-                             transformed: transformed)
-        var result = FetchResult(image: image, source: source, url: cached.url, originalDimensions: decoded.properties.dimensions,
-                                 isPlaceholder: cached.isPlaceholder, identifier: identifier)
-        result.imageWasTransformed = transformed
-        _queue_succeed(result)
-        return true
     }
 
     /// Takes a partial image to resume, when the request allows resuming. True when adopted.
@@ -207,7 +221,6 @@ extension FetchOperation {
         return true
     }
 
-    /// Keeps the rendition for synchronous lookups unless the request says not to (b9).
     /// Decodes `data` at the request's target, timed for the decode-duration metric.
     func _queue_decode(_ data: Data) throws -> DecodedImage {
         let started = ContinuousClock.now
@@ -215,6 +228,21 @@ extension FetchOperation {
                                                        configuration: request.decoderConfiguration)
         pipeline.configuration.recordDecode(of: decoded.properties.type, duration: ContinuousClock.now - started)
         return decoded
+    }
+
+    /// Decodes `data` at the request's target, or joins a decode of the same bytes that another fetch of this
+    /// pipeline is running (``SharedDecodes``), then runs `body` on this queue: at once after an own decode,
+    /// later for a joined one, and then not at all when this fetch was cancelled (or finished) meanwhile.
+    func _queue_decodeShared(_ data: Data, then body: @escaping @Sendable (SharedDecodes.Outcome) -> Void) {
+        let key = SharedDecodes.Key(identifier: identifier, target: request.targetSizing,
+                                    configuration: request.decoderConfiguration, byteCount: data.count)
+        let own = pipeline.sharedDecodes.decode(data, key: key, using: { try _queue_decode(data) }) { [self] outcome in
+            queue.async { [self] in
+                guard !_queue_abortIfNeeded() else { return }
+                body(outcome)
+            }
+        }
+        if let own { body(own) }
     }
 
     /// Keeps a delivered image in the rendered cache (b9): not for placeholders, untargeted or centered

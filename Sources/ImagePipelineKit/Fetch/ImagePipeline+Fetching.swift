@@ -43,29 +43,36 @@ extension ImagePipeline {
 
     /// The synchronous rendered-cache path (b3); true when `operation` finished here.
     private func completeFromRenderedCache(_ operation: FetchOperation) -> Bool {
-        let request = operation.request
-        let identifier = request.resolvedIdentifier
-        // A transformer without an identifier never reads the rendered cache (a6, b3).
-        guard request.loadingSources.contains(.memoryCache), !identifier.isEmpty,
-              request.transformer == nil || request.transformer?.identifier != nil,
-              let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center
-        else { return false }
-        let transformerIdentifier = request.transformer?.identifier
-        guard let hit = renderedCache.image(for: identifier, target: request.targetSizing,
-                                            transformerIdentifier: transformerIdentifier) else {
-            configuration.recordRenderedMiss(of: self.identifier)
-            return false
-        }
-        var result = FetchResult(image: hit.image, source: .memoryCache, url: request.url,
-                                 originalDimensions: hit.sourceDimensions, isPlaceholder: false, identifier: identifier)
-        result.imageWasTransformed = transformerIdentifier != nil
-        if hit.isDirty {
+        guard let (result, isDirty) = renderedResult(for: operation.request, countingMiss: true) else { return false }
+        if isDirty {
             // A stale rendition: shown now as a preview, before the fetch even starts; the fetch then runs (b3).
             operation.delegate?.fetchOperation(operation, didLoadDirtyPreviewImage: result)
             return false
         }
         operation.completeSynchronously(with: result)
         return true
+    }
+
+    /// `request`'s rendition in the rendered cache (b3's rules) as a result, and whether it is dirty; `nil` when
+    /// the request may not read the rendered cache or it holds no such rendition (then a rendered-layer miss
+    /// in the metrics when `countingMiss`).
+    func renderedResult(for request: any FetchRequest, countingMiss: Bool = false) -> (result: FetchResult, isDirty: Bool)? {
+        let identifier = request.resolvedIdentifier
+        // A transformer without an identifier never reads the rendered cache (a6, b3).
+        guard request.loadingSources.contains(.memoryCache), !identifier.isEmpty,
+              request.transformer == nil || request.transformer?.identifier != nil,
+              let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center
+        else { return nil }
+        let transformerIdentifier = request.transformer?.identifier
+        guard let hit = renderedCache.image(for: identifier, target: request.targetSizing,
+                                            transformerIdentifier: transformerIdentifier) else {
+            if countingMiss { configuration.recordRenderedMiss(of: self.identifier) }
+            return nil
+        }
+        var result = FetchResult(image: hit.image, source: .memoryCache, url: request.url,
+                                 originalDimensions: hit.sourceDimensions, isPlaceholder: false, identifier: identifier)
+        result.imageWasTransformed = transformerIdentifier != nil
+        return (result, hit.isDirty)
     }
 }
 

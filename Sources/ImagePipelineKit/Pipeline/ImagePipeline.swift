@@ -28,6 +28,8 @@ public final class ImagePipeline: Sendable {
     public let diskCache: DiskCache?
     /// The configuration whose limits the caches share.
     public let configuration: GlobalConfiguration
+    /// Decodes running for this pipeline's fetches, which fetches of the same bytes join.
+    let sharedDecodes = SharedDecodes()
     private let ownObserver = Locked<(any ImagePipelineObserver)?>(nil)
     private let extraCaches = Locked<[any AdditionalImageCache]>([])
 

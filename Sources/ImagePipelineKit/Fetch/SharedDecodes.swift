@@ -1,0 +1,73 @@
+import Foundation
+import PipelineLocking
+
+/// Decodes that fetches of the same bytes at the same target share, so that a hundred fetches of one image
+/// decode it once (performance-anchors B13; Nuke coalesces its decoding tasks the same way). A pipeline owns one.
+///
+/// The first fetch to ask decodes on its own queue; a fetch that asks while that decode runs, for equal bytes
+/// under an equal key, waits for its outcome instead of decoding again. A fetch that comes after the decode
+/// ended decodes on its own: the rendered cache, not this table, keeps results.
+final class SharedDecodes: Sendable {
+    typealias Outcome = Result<DecodedImage, any Error>
+
+    /// What makes two decodes of equal bytes give the same image.
+    struct Key: Hashable, Sendable {
+        var identifier: String
+        var target: TargetSizing
+        var configuration: DecoderConfiguration
+        var byteCount: Int
+    }
+
+    private struct Running {
+        /// Tells this decode from a later one under the same key.
+        var token: UInt64
+        var data: Data
+        var waiters: [@Sendable (Outcome) -> Void] = []
+    }
+
+    private struct State {
+        var lastToken: UInt64 = 0
+        var running: [Key: Running] = [:]
+    }
+
+    private let state = Locked(State())
+
+    /// Decodes `data` with `decode` on the calling thread and returns the outcome; or, when a decode of equal
+    /// bytes under `key` is running on another thread, returns `nil` at once and later calls `joined` with that
+    /// decode's outcome, on that decode's thread (hop to your own queue from there).
+    func decode(_ data: Data, key: Key, using decode: () throws -> DecodedImage,
+                joined: @escaping @Sendable (Outcome) -> Void) -> Outcome? {
+        enum Step {
+            case own(token: UInt64)
+            case join(token: UInt64, data: Data)
+        }
+        let step = state.withLock { state -> Step in
+            if let running = state.running[key] { return .join(token: running.token, data: running.data) }
+            state.lastToken += 1
+            state.running[key] = Running(token: state.lastToken, data: data)
+            return .own(token: state.lastToken)
+        }
+        switch step {
+        case .join(let token, let runningData):
+            // Compared outside the lock: a few microseconds for a large image, against milliseconds of decoding.
+            if runningData == data, state.withLock({ state -> Bool in
+                guard state.running[key]?.token == token else { return false }   // it just ended
+                state.running[key]?.waiters.append(joined)
+                return true
+            }) {
+                return nil
+            }
+            return Outcome { try decode() }
+        case .own(let token):
+            let outcome = Outcome { try decode() }
+            let waiters = state.withLock { state -> [@Sendable (Outcome) -> Void] in
+                guard let running = state.running[key], running.token == token else { return [] }
+                state.running[key] = nil
+                return running.waiters
+            }
+            // The waiters first: they hop to their own queues and finish alongside this fetch, not after it.
+            for waiter in waiters { waiter(outcome) }
+            return outcome
+        }
+    }
+}
