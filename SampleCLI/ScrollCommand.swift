@@ -70,6 +70,10 @@ struct ScrollCommand: AsyncParsableCommand {
     @Option(help: "Caches at the start of the measured run: cold (empty), disk (an unmeasured run first, then a new pipeline on the same disk cache) or memory (an unmeasured run first, then the same pipeline again).")
     var warm: WarmCaches = .cold
 
+    @Option(help: ArgumentHelp("The byte limit of all rendered caches (decoded, scaled images), in MiB, as an app would size it for its screens; default: the library's (half of min(RAM / 12, 160 MB)).",
+                               valueName: "MiB"))
+    var renderedCacheMb: Int?
+
     @Flag(help: "No live progress line.")
     var quiet = false
 
@@ -78,6 +82,9 @@ struct ScrollCommand: AsyncParsableCommand {
         guard rows > 0, columns > 0, items >= rows * columns else { throw ValidationError("--items must fill the screen") }
         guard cellSize >= 8, cellSize <= 2048 else { throw ValidationError("--cell-size must be between 8 and 2048") }
         guard seconds > 0, seconds <= 600 else { throw ValidationError("--seconds must be in (0, 600]") }
+        if let renderedCacheMb, !(1...65_536).contains(renderedCacheMb) {
+            throw ValidationError("--rendered-cache-mb must be between 1 and 65536")
+        }
         if let timeline, !timeline.hasSuffix(".svg"), !timeline.hasSuffix(".png") {
             throw ValidationError("--timeline writes PNG or SVG: give a .png or .svg file")
         }
@@ -192,6 +199,7 @@ struct ScrollCommand: AsyncParsableCommand {
         case .httpclient: HTTPClientDownloader()
         }
         configuration.imageDownloader = imageDownloader
+        if let renderedCacheMb { configuration.maxBytesForAllRenderedCaches = renderedCacheMb << 20 }
         let identifier = conventional ? "scroll-conventional" : "scroll"
         let layout = GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize)
         var warmPipeline: ImagePipeline?
@@ -244,6 +252,7 @@ struct ScrollCommand: AsyncParsableCommand {
         }
         report.cacheTotals = [
             "renderedBytes": configuration.totalBytesForAllRenderedCaches,
+            "renderedLimitBytes": configuration.maxBytesForAllRenderedCaches,
             "memoryBytes": configuration.totalBytesForAllMemoryCaches,
             "diskBytes": configuration.totalBytesForAllDiskCaches,
         ]

@@ -78,7 +78,7 @@ struct ScrollReport {
         row("fetches cancelled off screen", "\(cancelled)")
         row("fetches that joined a running download", "\(sharedDownloads)")
         row("requests / bytes transferred", requests < 0 ? "unknown (external origin)" : "\(requests) / \(bytesTransferred)")
-        row("cache totals", "rendered \(cacheTotals["renderedBytes"] ?? 0) B, memory \(cacheTotals["memoryBytes"] ?? 0) B, disk \(cacheTotals["diskBytes"] ?? 0) B")
+        row("cache totals", "rendered \(cacheTotals["renderedBytes"] ?? 0) B (limit \(cacheTotals["renderedLimitBytes"] ?? 0)), memory \(cacheTotals["memoryBytes"] ?? 0) B, disk \(cacheTotals["diskBytes"] ?? 0) B")
         row("peak resident memory", "\(peakResidentBytes >> 20) MiB")
         row("decode/scale/disk on the main queue", delegateQueueViolations == 0 ? "none (checked)" : "\(delegateQueueViolations) — FAIL")
         return lines.joined(separator: "\n")
