@@ -192,7 +192,9 @@ struct ScrollCommand: AsyncParsableCommand {
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-scroll-\(getpid())-\(UUID().uuidString)")
         defer { if cacheDir == nil { try? FileManager.default.removeItem(at: root) } }
         let configuration = GlobalConfiguration()
-        let mainQueue = DispatchQueue(label: "sample-cli.scroll.main")
+        // User-interactive, as a UI's main thread is: libdispatch on Linux runs it at a lower nice value than
+        // the pipeline's utility work.
+        let mainQueue = DispatchQueue(label: "sample-cli.scroll.main", qos: .userInteractive)
         configuration.delegateQueue = mainQueue
         let imageDownloader: any ImageDownloader = switch downloader {
         case .urlsession: URLSessionDownloader()

@@ -56,7 +56,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     public let context: (any Sendable)?
     let shared = Locked(Shared())
     let lifecycle = OperationLifecycle()
-    let queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation")
+    /// Utility QoS, as the operation queue's: decoding and scaling run here, and on Linux libdispatch gives
+    /// utility work a higher nice value than the default, so a UI thread at a higher QoS wins the CPU.
+    let queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation", qos: .utility)
     /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.
     var resumablePartial: PartialImageData?
     /// The sources tried so far, for ``metrics``. On `queue`.
