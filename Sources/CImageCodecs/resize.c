@@ -1,6 +1,7 @@
 #define STB_IMAGE_RESIZE_IMPLEMENTATION
 #define STB_IMAGE_RESIZE_STATIC
 #include <stb/stb_image_resize.h>
+#include <stdlib.h>
 #include "ipk_resize.h"
 
 int ipk_resize_rgba_premultiplied(const uint8_t *src, int src_w, int src_h, size_t src_stride,
@@ -33,4 +34,73 @@ void ipk_box_reduce_rgba(const uint8_t *src, int src_w, int src_h, size_t src_st
             for (int c = 0; c < 4; c++) out[dx * 4 + c] = (uint8_t)((sum[c] + n / 2) / n);
         }
     }
+}
+
+/* The source index and the 8-bit weight of the pixel after it for destination position d along one axis,
+   with pixel centres aligned (stb's and Pillow's convention) and edges clamped. */
+static void ipk_bilinear_position(int src_n, int dst_n, int d, int *index, uint16_t *weight) {
+    double s = ((double)d + 0.5) * (double)src_n / (double)dst_n - 0.5;
+    if (s < 0) s = 0;
+    int i = (int)s;
+    int f = (int)((s - (double)i) * 256.0 + 0.5);
+    if (f >= 256) { i += 1; f = 0; }
+    if (i >= src_n - 1) { i = src_n - 1; f = 0; }
+    *index = i;
+    *weight = (uint16_t)f;
+}
+
+/* One source row interpolated horizontally to dst_w pixels, scaled by 256. */
+static void ipk_bilinear_row(const uint8_t *row, int src_w, int dst_w, const int *xi, const uint16_t *xf,
+                             uint16_t *out) {
+    for (int d = 0; d < dst_w; d++) {
+        const uint8_t *p = row + (size_t)xi[d] * 4;
+        const uint8_t *q = xi[d] < src_w - 1 ? p + 4 : p;
+        uint32_t f = xf[d], g = 256 - f;
+        out[d * 4 + 0] = (uint16_t)(p[0] * g + q[0] * f);
+        out[d * 4 + 1] = (uint16_t)(p[1] * g + q[1] * f);
+        out[d * 4 + 2] = (uint16_t)(p[2] * g + q[2] * f);
+        out[d * 4 + 3] = (uint16_t)(p[3] * g + q[3] * f);
+    }
+}
+
+int ipk_upscale_bilinear_rgba(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                              uint8_t *dst, int dst_w, int dst_h, size_t dst_stride) {
+    if (src_w < 1 || src_h < 1 || dst_w < src_w || dst_h < src_h) return -1;
+    int *xi = malloc(sizeof(int) * (size_t)dst_w);
+    uint16_t *xf = malloc(sizeof(uint16_t) * (size_t)dst_w);
+    uint16_t *rows = malloc(sizeof(uint16_t) * (size_t)dst_w * 8);
+    if (!xi || !xf || !rows) {
+        free(xi); free(xf); free(rows);
+        return -1;
+    }
+    for (int dx = 0; dx < dst_w; dx++) ipk_bilinear_position(src_w, dst_w, dx, &xi[dx], &xf[dx]);
+    /* The two source rows the current destination row blends, already widened; enlarging means consecutive
+       destination rows mostly reuse them. */
+    uint16_t *upper = rows, *lower = rows + (size_t)dst_w * 4;
+    int upper_y = -1, lower_y = -1;
+    for (int dy = 0; dy < dst_h; dy++) {
+        int y0; uint16_t fy;
+        ipk_bilinear_position(src_h, dst_h, dy, &y0, &fy);
+        int y1 = y0 < src_h - 1 ? y0 + 1 : y0;
+        if (upper_y != y0) {
+            if (lower_y == y0) {
+                uint16_t *t = upper; upper = lower; lower = t;
+                upper_y = y0; lower_y = -1;
+            } else {
+                ipk_bilinear_row(src + (size_t)y0 * src_stride, src_w, dst_w, xi, xf, upper);
+                upper_y = y0;
+            }
+        }
+        if (lower_y != y1) {
+            ipk_bilinear_row(src + (size_t)y1 * src_stride, src_w, dst_w, xi, xf, lower);
+            lower_y = y1;
+        }
+        uint32_t g = fy, h = 256 - g;
+        uint8_t *out = dst + (size_t)dy * dst_stride;
+        for (int i = 0; i < dst_w * 4; i++) {
+            out[i] = (uint8_t)((upper[i] * h + lower[i] * g + 32768) >> 16);
+        }
+    }
+    free(xi); free(xf); free(rows);
+    return 0;
 }

@@ -56,6 +56,45 @@ struct ScalerTests {
         #expect(try image.scaled(to: image.size) === image)
     }
 
+    @Test("An enlargement is bilinear with centred pixels and clamped edges: within 1 of the exact value everywhere")
+    func bilinearEnlargement() throws {
+        let source = try makeBitmap(width: 7, height: 5) { x, y in
+            RGBA(r: UInt8(x * 37), g: UInt8(y * 61), b: UInt8((x * y * 29) % 256), a: 255)
+        }
+        for size in [PixelSize(width: 7, height: 11), PixelSize(width: 50, height: 5), PixelSize(width: 61, height: 43)] {
+            let large = try source.scaled(to: size)
+            #expect(large.size == size)
+            /// The exact bilinear value of `channel` at a destination pixel, in floating point.
+            func exact(_ x: Int, _ y: Int, _ channel: (RGBA) -> UInt8) -> Double {
+                func position(_ d: Int, _ sourceCount: Int, _ count: Int) -> (Int, Int, Double) {
+                    let s = max(0, (Double(d) + 0.5) * Double(sourceCount) / Double(count) - 0.5)
+                    let i = min(Int(s), sourceCount - 1)
+                    return (i, min(i + 1, sourceCount - 1), s - Double(i))
+                }
+                let (x0, x1, fx) = position(x, source.width, size.width)
+                let (y0, y1, fy) = position(y, source.height, size.height)
+                func at(_ x: Int, _ y: Int) -> Double { Double(channel(source.pixel(x: x, y: y))) }
+                let top = at(x0, y0) * (1 - fx) + at(x1, y0) * fx
+                let bottom = at(x0, y1) * (1 - fx) + at(x1, y1) * fx
+                return top * (1 - fy) + bottom * fy
+            }
+            var worst = 0.0
+            for y in 0..<size.height {
+                for x in 0..<size.width {
+                    let p = large.pixel(x: x, y: y)
+                    worst = max(worst, abs(Double(p.r) - exact(x, y, \.r)), abs(Double(p.g) - exact(x, y, \.g)),
+                                abs(Double(p.b) - exact(x, y, \.b)))
+                    #expect(p.a == 255)
+                }
+            }
+            #expect(worst <= 1.0, "size \(size): off by \(worst)")
+        }
+        // Corners keep the source's corner pixels exactly (clamped edges, no darkening from outside the image).
+        let large = try source.scaled(to: PixelSize(width: 70, height: 50))
+        #expect(large.pixel(x: 0, y: 0) == source.pixel(x: 0, y: 0))
+        #expect(large.pixel(x: 69, y: 49) == source.pixel(x: 6, y: 4))
+    }
+
     @Test("Premultiplied transparency does not bleed colour: a red/transparent edge stays red")
     func premultipliedEdges() throws {
         let image = try makeBitmap(width: 64, height: 64) { x, _ in

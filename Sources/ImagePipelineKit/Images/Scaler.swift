@@ -5,10 +5,14 @@ extension Bitmap {
     ///
     /// Downscales first shrink with an integer box filter to within 2x of `size` (cheap, and it is what keeps
     /// an 8x reduction free of aliasing), then one Mitchell/Catmull-Rom pass from stb_image_resize finishes.
-    /// Upscales go straight to stb. JPEG decoders do the first step with DCT scaling instead.
+    /// JPEG decoders do the first step with DCT scaling instead. Enlargements on both axes are bilinear in
+    /// fixed point, cheaper than stb's float filters by far, which matters for animations, whose every frame
+    /// is enlarged (the 30x60, 33-frame fire.gif filling a 256 px cell: 74 ms to 29 ms for the whole decode);
+    /// no sharper filter adds detail that is not there. Other stretches go straight to stb.
     public func scaled(to size: PixelSize) throws -> Bitmap {
         if size == self.size { return self }
         guard !size.isEmpty else { throw ImageCodecError.limitExceeded(.dimension(size)) }
+        if size.width >= width, size.height >= height { return try enlargedBilinearly(to: size) }
         // The largest integer factor that leaves at least 2x for the quality pass (never below the target).
         let factor = max(1, min(width / size.width, height / size.height) / 2)
         let source = factor >= 2 ? try boxReduced(by: factor) : self
@@ -18,6 +22,17 @@ extension Bitmap {
                 let status = ipk_resize_rgba_premultiplied(
                     src.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(source.width),
                     Int32(source.height), source.bytesPerRow,
+                    dst.assumingMemoryBound(to: UInt8.self), Int32(size.width), Int32(size.height), dstStride)
+                if status != 0 { throw ImageCodecError.limitExceeded(.dimension(size)) }
+            }
+        }
+    }
+
+    private func enlargedBilinearly(to size: PixelSize) throws -> Bitmap {
+        try withUnsafeBytes { src in
+            try Bitmap(width: size.width, height: size.height) { dst, dstStride in
+                let status = ipk_upscale_bilinear_rgba(
+                    src.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(width), Int32(height), bytesPerRow,
                     dst.assumingMemoryBound(to: UInt8.self), Int32(size.width), Int32(size.height), dstStride)
                 if status != 0 { throw ImageCodecError.limitExceeded(.dimension(size)) }
             }
