@@ -107,7 +107,7 @@ extension FetchOperation {
         metricsRecorder.hitPreview()
         // A delegate that answers twice is heard once.
         let answered = Locked(false)
-        pipeline.configuration.delegateQueue.async { [self] in
+        _queue_onDelegateQueue { [self] in
             guard let delegate else { return queue.async(execute: next) }
             delegate.fetchOperation(self, didLoadPreviewImage: preview) { [self] decision in
                 let isFirstAnswer = answered.withLock { wasAnswered in

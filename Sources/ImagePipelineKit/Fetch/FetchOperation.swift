@@ -59,6 +59,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// Utility QoS, as the operation queue's: decoding and scaling run here, and on Linux libdispatch gives
     /// utility work a higher nice value than the default, so a UI thread at a higher QoS wins the CPU.
     let queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation", qos: .utility)
+    /// Delegate-queue work sent from `queue` and not yet run, oldest first (see `_queue_onDelegateQueue`).
+    private let pendingDelegateWork = Locked<[@Sendable () -> Void]>([])
     /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.
     var resumablePartial: PartialImageData?
     /// The sources tried so far, for ``metrics``. On `queue`.
@@ -166,8 +168,28 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     /// Runs `body` with the delegate on the delegate queue, in order with every other callback.
     func _queue_tellDelegate(_ body: @escaping @Sendable (any FetchDelegate) -> Void) {
-        pipeline.configuration.delegateQueue.async { [self] in
+        _queue_onDelegateQueue { [self] in
             if let delegate { body(delegate) }
+        }
+    }
+
+    /// Runs `work` on the delegate queue after everything this fetch sent there before it.
+    ///
+    /// Calls that come close together share one turn of the delegate queue: `didStart`, `willAttempt` and the
+    /// final image of a fetch that finds its image at once cost the queue (a UI's main thread) one block, not
+    /// three. Order holds: whatever is pending has a block already enqueued ahead of anything sent later.
+    func _queue_onDelegateQueue(_ work: @escaping @Sendable () -> Void) {
+        let isFirst = pendingDelegateWork.withLock { pending -> Bool in
+            pending.append(work)
+            return pending.count == 1
+        }
+        guard isFirst else { return }
+        pipeline.configuration.delegateQueue.async { [self] in
+            let batch = pendingDelegateWork.withLock { pending -> [@Sendable () -> Void] in
+                defer { pending = [] }
+                return pending
+            }
+            for work in batch { work() }
         }
     }
 
@@ -237,7 +259,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     private func _queue_finish(state finalState: State, then: (@Sendable () -> Void)? = nil,
                                _ callback: @escaping @Sendable (any FetchDelegate) -> Void) {
         _queue_setState(finalState)
-        pipeline.configuration.delegateQueue.async { [self] in
+        _queue_onDelegateQueue { [self] in
             if let delegate { callback(delegate) }
             guard let then else { return markFinished() }
             queue.async { [self] in
