@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEPS := scripts/install-system-deps.sh
 DEMO_OUT ?= out/demo
 
-.PHONY: deps build test demo bench bench-cache stress-tsan clean
+.PHONY: deps build test demo bench bench-cache stress-tsan docs clean
 
 deps:
 	@bash $(DEPS)
@@ -34,6 +34,10 @@ demo: deps
 	.build/release/sample-cli scroll --network wifi --seconds 8 --json $(DEMO_OUT)/scroll-wifi.json \
 		--snapshot $(DEMO_OUT)/scroll-wifi.png --timeline $(DEMO_OUT)/scroll-wifi.svg
 	.build/release/sample-cli scroll --network lte --seconds 8 --compare --json $(DEMO_OUT)/scroll-compare.json
+
+# The DocC catalog, built with the toolchain's docc; any warning fails it. Output in out/docs/.
+docs: deps
+	bash scripts/build-docs.sh
 
 # Every benchmark (B1-B3, B5-B14 and the peers Pillow, vips and djpeg), each against its anchor measured in the
 # same run; outputs in out/bench/. scripts/bench-all.sh lists the sections (ONLY= runs some).

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import PipelineLocking
 
-/// One thing that happened to a fetch, as ``ImagePipeline/events(for:context:)`` reports it: the delegate's
+/// One thing that happened to a fetch, as ``ImagePipeline/events(for:context:previewDecision:loadsProgressively:)`` reports it: the delegate's
 /// callbacks as values, in the order the delegate would hear them.
 public enum FetchEvent: Sendable {
     /// The fetch started (``FetchDelegate/fetchOperationDidStart(_:)``).
@@ -93,6 +93,8 @@ extension ImagePipeline {
     /// sequence ends after ``FetchEvent/finished(_:)`` or throws the fetch's ``FetchError``. Ending the
     /// iteration early, or cancelling its task, cancels the fetch.
     /// - Parameters:
+    ///   - request: what to fetch.
+    ///   - context: kept with the operation (``FetchOperation/context``).
     ///   - previewDecision: what the fetch does after a ``FetchEvent/preview(_:)``: go on (the default) or stop
     ///     with ``FetchErrorCode/cancelledAfterLoadingPreview``.
     ///   - loadsProgressively: whether to show scans of progressive images (as the request's policies allow).

@@ -19,7 +19,7 @@ public enum DisappearanceBehavior: Int, Sendable {
     case none = 0
     /// The fetch is cancelled (a partial download is kept for resuming); the image stays.
     case cancelImageFetch = 1
-    /// The fetch goes on at ``Operation/QueuePriority/veryLow`` until the view comes back.
+    /// The fetch goes on at `Operation.QueuePriority.veryLow` until the view comes back.
     case lowerImageFetchPriority = 2
     /// The fetch is cancelled and the image dropped; it is loaded again when the view comes back. The default.
     case unload = 3

@@ -67,6 +67,9 @@ extension FetchOperation {
             if let partial { _queue_keepPartial(partial) }
             _queue_fail(FetchError(networkError: error))
         case .success(let result):
+            // A fetch cancelled as its last bytes came in (its cell scrolled off, say) does not decode them
+            // (TIP's abort check before every step).
+            guard !_queue_abortIfNeeded() else { return }
             // Fetches that shared the download share its decode too.
             _queue_decodeShared(result.data) { [self] outcome in
                 switch outcome {

@@ -11,6 +11,7 @@ public protocol ImageTransformer: Sendable {
 
     /// The transformed image, or `nil` to leave `image` as it is.
     /// - Parameters:
+    ///   - image: the decoded image (a preview, a scan or the final image).
     ///   - progress: 1 for the final image, below 0 for a preview, otherwise a progressive scan's progress.
     ///   - targetSizing: what the image will be scaled to afterwards (a hint).
     func transform(_ image: ImageContainer, progress: Double, targetSizing: TargetSizing) -> ImageContainer?

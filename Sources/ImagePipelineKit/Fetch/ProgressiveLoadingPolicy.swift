@@ -23,6 +23,8 @@ public protocol ProgressiveLoadingPolicy: Sendable {
     ///   - frameProgress: whether a whole scan just completed.
     ///   - frameCount: scans completed so far.
     ///   - progress: fraction of the image's bytes received.
+    ///   - type: the image's format.
+    ///   - dimensions: the image's size, from its headers.
     ///   - renderCount: scans already shown by this fetch.
     func behavior(frameProgress: ProgressiveFrameProgress, frameCount: Int, progress: Double, type: ImageType,
                   dimensions: PixelSize, renderCount: Int) -> ProgressiveUpdateBehavior

@@ -30,6 +30,8 @@ public final class Bitmap: @unchecked Sendable {
     /// Allocates a bitmap and lets `initializer` write every row.
     ///
     /// - Parameters:
+    ///   - width: pixels per row.
+    ///   - height: rows.
     ///   - initializer: receives the first byte and the row stride; it must write `height` rows of
     ///     `width` premultiplied RGBA pixels. Bytes past `width × 4` in a row are padding.
     /// - Throws: ``ImageCodecError/limitExceeded(_:)`` for empty or absurd sizes, and whatever

@@ -65,6 +65,7 @@ extension Bitmap {
     ///   - orientation: the stored pixels' EXIF orientation (``ImageOrientation/up`` when not applied).
     ///   - fullSize: the displayed dimensions of the whole image (``ImageProperties/dimensions``); the
     ///     bitmap may be smaller when the decoder reduced it (JPEG DCT scaling).
+    ///   - target: the sizing asked for.
     public func rendered(orientation: ImageOrientation, fullSize: PixelSize, target: TargetSizing) throws -> Bitmap {
         try applying(orientation).scaled(to: target.scaledSize(of: fullSize))
     }

@@ -5,7 +5,8 @@ import Foundation
 
 /// One fetch's request for image bytes from the network (the coordinator's input; TIP's download request, b7).
 ///
-/// Fetches whose requests have the same ``sharingKey`` share one download.
+/// Fetches whose requests have the same URL, identifier, pipeline, headers and ``hydrationKey`` share one
+/// download (none is shared when a hydration or authorization closure comes without a key).
 public struct NetworkLoadRequest: Sendable {
     /// Rewrites the download request before it is sent (TIP's hydration block): add headers, sign it. It must
     /// not change the URL (``NetworkLoadError/illegalHydrationModification``); throwing fails the load with
