@@ -44,6 +44,10 @@ struct ScrollReport {
     var previews: Int
     var incrementalImages: Int
     var cancelled: Int
+    /// Fetches still running when their cell scrolled off, and how many of them ended cancelled, never decoding
+    /// (B14: at least 90%). One still running at the end counts as not cancelled.
+    var scrolledOffWhileLoading: Int
+    var cancelledBeforeDecode: Int
     var cells: Int
     var network = ""
     var script = ""
@@ -76,6 +80,9 @@ struct ScrollReport {
             + " (of which shown before load returned: \(renderedHits))")
         row("previews / scans and first frames", "\(previews) / \(incrementalImages)")
         row("fetches cancelled off screen", "\(cancelled)")
+        row("off screen mid-fetch / cancelled before decode",
+            "\(scrolledOffWhileLoading) / \(cancelledBeforeDecode)"
+            + (scrolledOffWhileLoading > 0 ? String(format: " (%.0f%%)", 100 * Double(cancelledBeforeDecode) / Double(scrolledOffWhileLoading)) : ""))
         row("fetches that joined a running download", "\(sharedDownloads)")
         row("requests / bytes transferred", requests < 0 ? "unknown (external origin)" : "\(requests) / \(bytesTransferred)")
         row("cache totals", "rendered \(cacheTotals["renderedBytes"] ?? 0) B (limit \(cacheTotals["renderedLimitBytes"] ?? 0)), memory \(cacheTotals["memoryBytes"] ?? 0) B, disk \(cacheTotals["diskBytes"] ?? 0) B")
@@ -122,6 +129,7 @@ struct ScrollReport {
             "timeToFirstPixelsFirstVisits": firstVisitFirstPixels.json,
             "finalImagesBySource": sources, "shownBeforeLoadReturned": renderedHits, "previews": previews,
             "scansAndFirstFrames": incrementalImages, "fetchesCancelled": cancelled, "requests": requests,
+            "scrolledOffWhileLoading": scrolledOffWhileLoading, "cancelledBeforeDecode": cancelledBeforeDecode,
             "bytesTransferred": bytesTransferred, "cacheTotals": cacheTotals, "peakResidentBytes": peakResidentBytes,
             "cellsVisited": cells, "mainQueueViolations": delegateQueueViolations, "sharedDownloads": sharedDownloads,
         ]

@@ -87,6 +87,9 @@ final class ScrollStats: @unchecked Sendable {
     var incrementalImages = 0
     var renderedHits = 0
     var cancelled = 0
+    /// Fetches still running when their cell scrolled off; at the end, the ones that ended cancelled never
+    /// decoded (a fetch whose decode had begun finishes it and succeeds).
+    var scrolledOffWhileLoading: [FetchOperation] = []
     var frameWork: [Duration] = []
     var frameBusy: [Duration] = []
     var dropped = 0
@@ -261,6 +264,7 @@ final class ScrollSimulation: @unchecked Sendable {
             return
         }
         if cell.helper.isLoading, disappearance == .cancelImageFetch || disappearance == .unload { stats.cancelled += 1 }
+        if let operation = cell.helper.operation, !operation.state.isFinished { stats.scrolledOffWhileLoading.append(operation) }
         cell.helper.viewWillDisappear()
         cell.helper.viewDidDisappear()
         cell.appearedAt = nil
@@ -290,7 +294,9 @@ final class ScrollSimulation: @unchecked Sendable {
             allFirstPixels: ScrollReport.Latency(stats.firstPixelDelays.values.flatMap { $0 }),
             firstVisitFirstPixels: ScrollReport.Latency(stats.firstVisitFirstPixels),
             sources: stats.finalSources, renderedHits: stats.renderedHits, previews: stats.previews,
-            incrementalImages: stats.incrementalImages, cancelled: stats.cancelled, cells: cells.count)
+            incrementalImages: stats.incrementalImages, cancelled: stats.cancelled,
+            scrolledOffWhileLoading: stats.scrolledOffWhileLoading.count,
+            cancelledBeforeDecode: stats.scrolledOffWhileLoading.filter { $0.state == .cancelled }.count, cells: cells.count)
     }
 
     private func percentile(_ values: [Duration], _ fraction: Double) -> Double {
