@@ -12,7 +12,7 @@ import PipelineLocking
 struct CacheBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cache",
-        abstract: "Rendered, memory and disk cache hits against a bare dictionary and POSIX reads (B1-B3).",
+        abstract: "Rendered, memory, disk and image-table hits against a bare dictionary and POSIX reads (B1-B4).",
         discussion: """
             Every lookup is timed on its own with CLOCK_MONOTONIC (the cost of reading the clock, measured \
             first, is subtracted); p50 and p99 are over all lookups of a round, and each figure printed is \
@@ -24,6 +24,8 @@ struct CacheBench: ParsableCommand {
               disk-hit          200 KiB entries                vs open + read + close of the same files
               disk-miss         absent identifier              vs stat() of an absent file
               disk-open         open a 100k-entry cache, then its first hit (wall time; no anchor: target < 100 ms)
+              table-hit         256 images of 256x256 in one mapped ImageTable, random keys: a view of the
+                                mapped pixels, released after each hit    vs the same dictionary (B4: <= 1 us)
             The 100k-entry cache is built once under --work (a few seconds; no fsync for the fixture) and \
             reused by later runs.
             """
@@ -50,6 +52,7 @@ struct CacheBench: ParsableCommand {
         var table: [BenchRow] = []
         table += try inMemoryRows(overhead: overhead)
         table += try diskRows(overhead: overhead)
+        table.append(try tableRow(overhead: overhead))
         if openEntries > 0 { table.append(try openRow()) }
         print("")
         print(BenchRow.header)
@@ -123,6 +126,42 @@ struct CacheBench: ParsableCommand {
             BenchRow(name: "rendered-hot", unit: "ns", result: renderedHot, anchorName: "dict+lock", target: "p50 < 200 ns"),
             BenchRow(name: "memory-hit", unit: "ns", result: memory, anchorName: "dict+lock", target: "-"),
         ]
+    }
+
+    // MARK: - Image table (B4)
+
+    /// 256 images of 256x256 in an ``ImageTable`` (one mapped file), hit by random keys: each hit returns a
+    /// view of the mapped pixels and lets it go (the lease ends), against a dictionary of the same bitmaps.
+    private func tableRow(overhead: Double) throws -> BenchRow {
+        let side = 256, count = 256
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let path = URL(fileURLWithPath: work).appendingPathComponent("table-\(getpid()).table").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let table: ImageTable
+        do {
+            table = try ImageTable(path: path, side: side, capacity: count)
+        } catch {
+            throw BenchError("cannot open the image table at \(path): \(error)")
+        }
+        let identifiers = (0..<count).map { "https://img.example.com/thumbs/\($0).jpg" }
+        var bitmaps: [String: Bitmap] = [:]
+        for (index, identifier) in identifiers.enumerated() {
+            let bitmap = try Bitmap(width: side, height: side) { pixels, stride in memset(pixels, Int32(index % 251), stride * side) }
+            guard table.store(bitmap, identifier: identifier) else { throw BenchError("the table refused \(identifier)") }
+            bitmaps[identifier] = bitmap
+        }
+        // A hit must be a view of the mapped file: two hits see the same bytes, and they are the stored pixels.
+        guard let first = table.image(for: identifiers[1]), let second = table.image(for: identifiers[1]),
+              first.withUnsafeBytes({ $0.baseAddress }) == second.withUnsafeBytes({ $0.baseAddress }),
+              first.pixel(x: 255, y: 255) == bitmaps[identifiers[1]]!.pixel(x: 255, y: 255)
+        else { throw BenchError("the image table did not return views of the stored pixels") }
+        let anchor = Locked(bitmaps)
+        let keys = (0..<lookups).map { _ in identifiers[Int.random(in: 0..<count)] }
+        let result = try Timing.compare(rounds: rounds, overhead: overhead, keys: keys,
+                                        ours: { table.image(for: $0) != nil },
+                                        anchor: { key in anchor.withLock { $0[key] } != nil })
+        return BenchRow(name: "table-hit", unit: "ns", result: result, anchorName: "dict+lock",
+                        target: "<= 1 us, a view (B4)")
     }
 
     // MARK: - Disk cache

@@ -3,7 +3,8 @@ import CImageCodecs
 /// A decoded image: 8-bit RGBA, premultiplied alpha, rows aligned to 64 bytes, immutable.
 ///
 /// A `Bitmap` is a class so a cache hit hands out a reference and never copies pixels. Its memory comes
-/// from ``BitmapBufferPool/shared`` and goes back there when the last reference is released. Pixels are
+/// from ``BitmapBufferPool/shared`` and goes back there when the last reference is released, or, for a hit in
+/// an ``ImageTable``, is a view of the table's mapped file that the table leaves alone while the view lives. Pixels are
 /// written once, inside the `initializer` closure of ``init(width:height:initializer:)``, and never again:
 /// that is what makes sharing across threads safe.
 public final class Bitmap: @unchecked Sendable {
@@ -15,8 +16,12 @@ public final class Bitmap: @unchecked Sendable {
     public let height: Int
     /// Bytes from one row to the next: `width × 4` rounded up to a multiple of 64.
     public let bytesPerRow: Int
-    private let buffer: BitmapBufferPool.Buffer
-    private var pixels: UnsafeMutableRawPointer { buffer.pointer }
+    private let pixels: UnsafeMutableRawPointer
+    /// The pool buffer behind `pixels`, given back when the bitmap goes; `nil` for a view of memory that
+    /// something else owns (an ``ImageTable`` slot).
+    private let pooledBuffer: BitmapBufferPool.Buffer?
+    /// That other owner, kept alive as long as the view is.
+    private let memoryOwner: AnyObject?
 
     /// Bytes per pixel (R, G, B, A).
     public static let bytesPerPixel = 4
@@ -58,7 +63,9 @@ public final class Bitmap: @unchecked Sendable {
         self.width = width
         self.height = height
         self.bytesPerRow = bytesPerRow
-        self.buffer = buffer
+        pixels = buffer.pointer
+        pooledBuffer = buffer
+        memoryOwner = nil
     }
 
     /// Takes over a buffer a ``PixelCanvas`` finished writing: no copy. The caller gives up the buffer.
@@ -66,11 +73,23 @@ public final class Bitmap: @unchecked Sendable {
         self.width = width
         self.height = height
         self.bytesPerRow = bytesPerRow
-        self.buffer = buffer
+        pixels = buffer.pointer
+        pooledBuffer = buffer
+        memoryOwner = nil
+    }
+
+    /// A view of pixels that `owner` keeps valid and unchanged for as long as it lives: no copy.
+    init(viewing pixels: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int, owner: AnyObject) {
+        self.width = width
+        self.height = height
+        self.bytesPerRow = bytesPerRow
+        self.pixels = pixels
+        pooledBuffer = nil
+        memoryOwner = owner
     }
 
     deinit {
-        BitmapBufferPool.shared.give(buffer)
+        if let pooledBuffer { BitmapBufferPool.shared.give(pooledBuffer) }
     }
 
     /// The bitmap's dimensions.
