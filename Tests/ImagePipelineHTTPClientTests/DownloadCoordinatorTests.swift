@@ -146,6 +146,33 @@ struct DownloadCoordinatorTests {
         }
     }
 
+    @Test("A load after an identical download succeeded, before its owner stored the image, gets its bytes without a request; after resultStored() loads download again",
+          arguments: CoordinatorDownloader.allCases)
+    func unstoredResultIsShared(kind: CoordinatorDownloader) async throws {
+        try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
+            let owner = LoadRecorder(cancelAfterBytes: nil)
+            owner.attachment = h.coordinator.load(h.request(), client: owner, sharesResultUntilStored: true)
+            #expect(try #require(await owner.outcome().result).isOwner)
+            #expect(h.server.requestLog.count == 1)
+
+            let late = h.load(h.request())
+            let shared = try #require(await late.outcome().result)
+            #expect(shared.data == h.image && !shared.isOwner && !shared.wasResumed)
+            #expect(late.responses.map(\.status) == [200] && late.totals == [h.image.count])
+            #expect(h.server.requestLog.count == 1)
+            // Another identity (here: another pipeline) never gets it.
+            _ = await h.load(h.request(pipeline: "other")).outcome()
+            #expect(h.server.requestLog.count == 2)
+
+            owner.attachment?.resultStored()
+            #expect(try #require(await h.load(h.request()).outcome().result).isOwner)
+            #expect(h.server.requestLog.count == 3)
+            // A load made without sharesResultUntilStored leaves nothing behind when it ends.
+            _ = await h.load(h.request()).outcome()
+            #expect(h.server.requestLog.count == 4)
+        }
+    }
+
     @Test("Scenario 28: two fetches 100 ms apart share one request; the late one gets the bytes so far; cancelling the first leaves the second", arguments: CoordinatorDownloader.allCases)
     func coalescing(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in

@@ -24,7 +24,9 @@ extension FetchOperation {
             hydration: request.hydration, authorization: request.authorization, hydrationKey: request.hydrationKey,
             partial: partial)
         let client = FetchNetworkClient(operation: self)
-        let attachment = pipeline.configuration.downloadCoordinator.load(load, priority: priority, client: client)
+        // Identical fetches that reach the network before this one stored what it downloaded get its bytes.
+        let attachment = pipeline.configuration.downloadCoordinator.load(load, priority: priority, client: client,
+                                                                         sharesResultUntilStored: true)
         shared.withLock { $0.attachment = attachment }
         for observer in pipeline.currentObservers { observer.imagePipeline(pipeline, didStartDownloadingImageAt: request.url) }
         // A cancel that came in before the attachment existed did not reach it.
@@ -61,30 +63,40 @@ extension FetchOperation {
     }
 
     func _queue_networkDidFinish(_ outcome: NetworkLoadOutcome) {
-        guard !state.isFinished else { return }
+        guard !state.isFinished else {
+            if case .success(let result) = outcome, result.isOwner { shared.withLock { $0.attachment }?.resultStored() }
+            return
+        }
         switch outcome {
         case .failure(let error, let partial):
             if let partial { _queue_keepPartial(partial) }
             _queue_fail(FetchError(networkError: error))
         case .success(let result):
+            // The owner says when identical fetches may stop getting these bytes from the coordinator: once they
+            // are in the caches, or when it will not store them.
+            let stored: @Sendable () -> Void = { [attachment = shared.withLock { $0.attachment }] in
+                if result.isOwner { attachment?.resultStored() }
+            }
             // A fetch cancelled as its last bytes came in (its cell scrolled off, say) does not decode them
             // (TIP's abort check before every step).
-            guard !_queue_abortIfNeeded() else { return }
+            guard !_queue_abortIfNeeded() else { return stored() }
             // Fetches that shared the download share its decode too.
             _queue_decodeShared(result.data) { [self] outcome in
                 switch outcome {
                 case .success(let decoded):
-                    _queue_networkSucceeded(result, decoded: decoded)
+                    _queue_networkSucceeded(result, decoded: decoded, whenStored: stored)
                 case .failure(let error):
                     pipeline.configuration.report(.imageDownloadedCouldNotBeDecoded(identifier: identifier,
                                                                                     bytes: result.data.count))
+                    stored()
                     _queue_fail(FetchError(.couldNotDecodeImage, underlying: error))
                 }
             }
         }
     }
 
-    private func _queue_networkSucceeded(_ result: NetworkLoadResult, decoded: DecodedImage) {
+    private func _queue_networkSucceeded(_ result: NetworkLoadResult, decoded: DecodedImage,
+                                         whenStored stored: @escaping @Sendable () -> Void) {
         let source: ImageLoadSource = result.wasResumed ? .networkResumed : .network
         metricsRecorder.noteNetworkImage(bytes: result.data.count, type: decoded.properties.type,
                                          dimensions: decoded.properties.dimensions)
@@ -113,6 +125,7 @@ extension FetchOperation {
         let inMemory = pipeline.memoryCache.storeComplete(cached, identifier: identifier)
         pipeline.memoryCache.removePartial(identifier: identifier)
         _queue_succeed(image) { [self] in
+            defer { stored() }
             let onDisk = pipeline.diskCache?.storeComplete(cached, identifier: identifier) ?? false
             if inMemory || onDisk {
                 pipeline.announceStore(StoredImageInfo(

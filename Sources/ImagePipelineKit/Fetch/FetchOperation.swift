@@ -133,7 +133,15 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     public override func start() {
         guard lifecycle.begin(self) else { return }
         shared.withLock { $0.startedAt = Date() }
-        queue.async { self._queue_start() }
+        // The operation queue's thread runs the first steps itself (a sync on an idle queue runs in place): one
+        // thread wake-up less per fetch, which is most of what a fetch answered from the rendered cache costs
+        // (100 queued fetches of one image: callbacks spread over ~2-3 ms before, ~1.3 ms after). Started by
+        // hand on the delegate queue, it hops instead: nothing there may decode or touch the disk.
+        if pipeline.configuration.isOnDelegateQueue {
+            queue.async { self._queue_start() }
+        } else {
+            queue.sync { self._queue_start() }
+        }
     }
 
     /// Stops the fetch: the delegate then gets ``FetchErrorCode/cancelled``. Asynchronous; a fetch that

@@ -31,6 +31,11 @@ public final class DownloadCoordinator: @unchecked Sendable {
     private var running = 0
     private var nextSequence = 0
     private var joins = 0
+    /// Downloads that succeeded whose owner has not yet stored the image (see `sharesResultUntilStored`). The
+    /// owner is only named, not held: holding it would keep its fetch, and the fetch's pipeline, alive.
+    private var unstored: [NetworkLoadRequest.SharingKey: (result: NetworkLoadResult, owner: ObjectIdentifier)] = [:]
+    /// How long an unstored result is kept when its owner never says it stored it (it failed, or went away).
+    static let unstoredResultLifetime: DispatchTimeInterval = .seconds(5)
 
     /// A coordinator over `downloader`, reporting problems to `configuration`.
     public init(downloader: any ImageDownloader, maxConcurrentDownloads: Int = 4, configuration: GlobalConfiguration = .shared) {
@@ -52,9 +57,16 @@ public final class DownloadCoordinator: @unchecked Sendable {
 
     /// Attaches `client` to the download of `request` — an identical running or waiting one, or a new one —
     /// at `priority`. Events reach `client` later, on the coordinator's queue; none before this returns.
+    ///
+    /// With `sharesResultUntilStored`, a download this load owns that succeeds stays joinable after it ended:
+    /// identical loads get its bytes (as a late joiner would) until the owner calls
+    /// ``NetworkLoadAttachment/resultStored()``, having put the image where later fetches look first. That closes
+    /// the window between a download's end and the cache write, a decode long, in which an identical fetch would
+    /// otherwise start a second download.
     public func load(_ request: NetworkLoadRequest, priority: Operation.QueuePriority = .normal,
-                     client: any NetworkLoadClient) -> NetworkLoadAttachment {
-        let attachment = NetworkLoadAttachment(coordinator: self, client: client, priority: priority)
+                     client: any NetworkLoadClient, sharesResultUntilStored: Bool = false) -> NetworkLoadAttachment {
+        let attachment = NetworkLoadAttachment(coordinator: self, client: client, priority: priority,
+                                               sharesResultUntilStored: sharesResultUntilStored)
         runOnQueue { _queue_attach(attachment, request: request) }
         return attachment
     }
@@ -78,6 +90,11 @@ public final class DownloadCoordinator: @unchecked Sendable {
             joins += 1
             download._queue_join(attachment)
             download._queue_updatePriority()
+            return
+        }
+        if let key, let (result, _) = unstored[key] {
+            joins += 1
+            _queue_replay(result, to: attachment)
             return
         }
         nextSequence += 1
@@ -114,6 +131,37 @@ public final class DownloadCoordinator: @unchecked Sendable {
         _queue_startPending()
     }
 
+    /// Keeps a successful download's result for identical loads until `owner` stored it (or a while passed).
+    func _queue_keepUnstored(_ result: NetworkLoadResult, key: NetworkLoadRequest.SharingKey, owner: NetworkLoadAttachment) {
+        let owner = ObjectIdentifier(owner)
+        unstored[key] = (result, owner)
+        queue.asyncAfter(deadline: .now() + Self.unstoredResultLifetime) { [weak self] in
+            guard let self, unstored[key]?.owner == owner else { return }
+            unstored[key] = nil
+        }
+    }
+
+    func _queue_resultStored(by owner: NetworkLoadAttachment) {
+        for (key, entry) in unstored where entry.owner == ObjectIdentifier(owner) { unstored[key] = nil }
+    }
+
+    /// A finished download's events for a load that came after its end: response, every byte, success (not
+    /// as owner), on a later turn of the queue.
+    private func _queue_replay(_ result: NetworkLoadResult, to attachment: NetworkLoadAttachment) {
+        queue.async {
+            guard !attachment.isDetached else { return }
+            attachment.isDetached = true
+            let client = attachment.client
+            client.networkLoad(attachment, didReceive: result.response, resumedByteCount: 0,
+                               expectedByteCount: result.data.count)
+            if !result.data.isEmpty { client.networkLoad(attachment, didAppend: result.data, totalByteCount: result.data.count) }
+            var shared = result
+            shared.isOwner = false
+            shared.wasResumed = false
+            client.networkLoad(attachment, didFinishWith: .success(shared))
+        }
+    }
+
     func report(_ problem: ImagePipelineProblem) {
         configuration.report(problem)
     }
@@ -136,11 +184,21 @@ public final class NetworkLoadAttachment: @unchecked Sendable {
     var isDetached = false
     /// False for a late joiner until it has been sent the response and bytes so far.
     var isCaughtUp = true
+    /// See ``DownloadCoordinator/load(_:priority:client:sharesResultUntilStored:)``.
+    let sharesResultUntilStored: Bool
 
-    init(coordinator: DownloadCoordinator, client: any NetworkLoadClient, priority: Operation.QueuePriority) {
+    init(coordinator: DownloadCoordinator, client: any NetworkLoadClient, priority: Operation.QueuePriority,
+         sharesResultUntilStored: Bool) {
         self.coordinator = coordinator
         self.client = client
+        self.sharesResultUntilStored = sharesResultUntilStored
         currentPriority = Locked(priority)
+    }
+
+    /// The owner of a successful download stored its image where later fetches look first: identical loads
+    /// from now on start their own download. Needed only for loads made with `sharesResultUntilStored`.
+    public func resultStored() {
+        coordinator.queue.async { [self] in coordinator._queue_resultStored(by: self) }
     }
 
     /// This fetch's priority; changing it re-prioritises the shared download (and its place in the queue).

@@ -220,6 +220,9 @@ final class SharedDownload: @unchecked Sendable {
                 }
                 let result = NetworkLoadResult(data: bytes, response: response, wasResumed: wasResumed, isOwner: false,
                                                unnecessaryError: error)
+                if let key = request.sharingKey, let owner = attachments.first, owner.sharesResultUntilStored {
+                    coordinator._queue_keepUnstored(result, key: key, owner: owner)
+                }
                 outcome = { isOwner in
                     var result = result
                     result.isOwner = isOwner
