@@ -279,8 +279,10 @@ struct FetchOperationTests {
     @Test("Scenarios 21 and 22: a fetch cancelled halfway leaves a partial; the next resumes it from memory, or from disk once memory is cleared", arguments: CoordinatorDownloader.allCases)
     func resumeAcrossFetches(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            // Slow (~2.8 s for the image) so the cancels land mid-body even on a loaded machine.
+            // Slow, and stalled at 60%: the cancel lands mid-body however far the fetch's queue lags behind the
+            // network on a loaded machine (progress is what the fetch has processed, not what arrived).
             h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
+            h.server.setFaults([.stallAfterBytes(h.image.count * 6 / 10)], for: "/a.jpg", count: 1)
             let delegate = RecordingFetchDelegate()
             let operation = h.pipeline.operation(with: h.request(), delegate: delegate)
             h.pipeline.fetchImage(with: operation)
@@ -310,6 +312,7 @@ struct FetchOperationTests {
 
             // Scenario 22: the same from disk.
             h.pipeline.clearImage(identifier: "I")
+            h.server.setFaults([.stallAfterBytes(h.image.count * 6 / 10)], for: "/a.jpg", count: 1)
             let second = RecordingFetchDelegate()
             let cancelled = h.pipeline.operation(with: h.request(), delegate: second)
             h.pipeline.fetchImage(with: cancelled)
