@@ -111,6 +111,30 @@ public final class DiskCache: @unchecked Sendable {
         }
     }
 
+    /// What the index says of `identifier`'s complete image, without reading its file: `nil` when there is none
+    /// or it expired (then deleted). Refreshes its last access as a read does; for tiers that hold the image in
+    /// another form (``RenditionTables``) and only need to know the entry is still there and which it is.
+    public func completeEntryInfo(for identifier: String, now: Date = Date()) -> DiskCacheEntryInfo? {
+        pool.withLock {
+            let key = EntryKey(identifier: identifier, partial: false)
+            guard let row = try? _locked_row(key) else { return nil }
+            if now.timeIntervalSince(row.lastAccess) > row.ttl {
+                _locked_delete(key)
+                return nil
+            }
+            if row.updatesExpiry { _locked_touch(key, at: now) }
+            return DiskCacheEntryInfo(identifier: identifier, isPartial: false, url: row.url,
+                                      dimensions: row.dimensions ?? PixelSize(width: 0, height: 0), bytes: row.bytes,
+                                      progress: 1, isPlaceholder: row.placeholder)
+        }
+    }
+
+    /// Files in the directory that are not entries: the index (`%index.sqlite*`) and rendition tables
+    /// (`%renditions-*`). Entry file names never start so: their `%` is always followed by two hex digits.
+    static func isReservedFileName(_ name: String) -> Bool {
+        name.hasPrefix("%index.sqlite") || name.hasPrefix(RenditionTables.fileNamePrefix)
+    }
+
     /// Metadata of every entry (no bytes read), most recently used first, for inspection.
     public var entries: [DiskCacheEntryInfo] {
         pool.withLock {
@@ -465,7 +489,7 @@ private struct DiskCacheSweep: Sendable {
         while let last = pool.withLock({ cache?._locked_removeFalseEntries(afterRow: after, limit: Self.batchSize, now: now) }) {
             after = last
         }
-        let names = fileSystem.contentsOfDirectory(directory).filter { !$0.hasPrefix("%index.sqlite") }
+        let names = fileSystem.contentsOfDirectory(directory).filter { !DiskCache.isReservedFileName($0) }
         var start = 0
         while start < names.count {
             let batch = names[start..<min(start + Self.batchSize, names.count)]

@@ -27,7 +27,7 @@ public enum ImageTableError: Error, Hashable, Sendable {
 /// or the image is too large, ``store(_:identifier:)`` returns `false`. Least recently hit slots are reused
 /// first. Thread-safe; one lock guards the index, never held while pixels are copied or checked.
 ///
-/// Not yet a tier of ``ImagePipeline``: fetches do not read or fill tables (see the README's "Not done yet").
+/// ``RenditionTables`` makes tables a tier of an ``ImagePipeline``; a table also works on its own.
 public final class ImageTable: @unchecked Sendable {
     // @unchecked: `base` points into a mapping that lives as long as the table; each slot's bytes are written
     // only by the store that reserved the slot (under `state`'s lock) and read only under a lease, which keeps
@@ -182,6 +182,20 @@ public final class ImageTable: @unchecked Sendable {
             state.index[identifier] = slot
         }
         return true
+    }
+
+    // MARK: - Removal
+
+    /// Forgets every image whose identifier matches `predicate`. Views already handed out stay intact (their
+    /// slots are only reused once the views are gone); later hits miss.
+    public func removeAll(where predicate: (String) -> Bool) {
+        state.withLock { state in
+            for (identifier, slot) in state.index where predicate(identifier) {
+                state.index[identifier] = nil
+                state.slots[slot].identifier = nil
+                SlotHeader.invalidate(slotBase(slot))
+            }
+        }
     }
 
     /// Under the lock: the slot to write `identifier` into (its own when no view holds it, else a free one,

@@ -260,8 +260,11 @@ public final class GlobalConfiguration: Sendable {
         memoryPool.removeAll()
     }
 
-    /// Empties every pipeline's disk cache.
-    public func clearAllDiskCaches() { diskPool.clearAll() }
+    /// Empties every pipeline's disk cache (and its rendition tables).
+    public func clearAllDiskCaches() {
+        diskPool.clearAll()
+        for pipeline in pipelines { pipeline.renditionTables?.removeAll() }
+    }
 
     /// Forgets every rendition of `identifier` in every pipeline.
     public func clearAllRenderedMemoryCacheImages(identifier: String) { renderedPool.removeEverywhere(key: identifier) }

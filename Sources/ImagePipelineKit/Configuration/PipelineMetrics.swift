@@ -5,8 +5,9 @@ import Foundation
 ///
 /// - `image_pipeline_fetches` (counter): `pipeline`, `result` (`success`, `failure`, `cancelled`), `source`
 ///   (`memory`, `disk`, `additional`, `network`, `networkResumed`, `none`).
-/// - `image_pipeline_cache_lookups` (counter): `pipeline`, `layer` (`rendered`, `memory`, `disk`,
-///   `additional`), `result` (`hit`, `miss`).
+/// - `image_pipeline_cache_lookups` (counter): `pipeline`, `layer` (`rendered`, `memory`, `disk`, `table` (a
+///   memory or disk image found as a ready rendition in ``RenditionTables``), `additional`), `result` (`hit`,
+///   `miss`).
 /// - `image_pipeline_network_bytes` (counter): `pipeline`; bytes of images completed from the network, counted
 ///   once per download however many fetches shared it.
 /// - `image_pipeline_decode_duration` (timer): `format`; decoding (with scaling) of fetched or cached bytes.
@@ -43,8 +44,9 @@ extension GlobalConfiguration {
         for info in metrics.sources where info.result != .neverCompleted {
             let layer: String
             switch info.source {
-            case .memoryCache: layer = info.wasLoadedSynchronously ? "rendered" : "memory"
-            case .diskCache: layer = "disk"
+            case .memoryCache:
+                layer = info.wasLoadedSynchronously ? "rendered" : info.wasLoadedFromRenditionTable ? "table" : "memory"
+            case .diskCache: layer = info.wasLoadedFromRenditionTable ? "table" : "disk"
             case .additionalCache: layer = "additional"
             case .network, .networkResumed, .unknown: continue
             }

@@ -27,6 +27,8 @@ public struct FetchMetrics: Sendable {
         public var loadDuration: TimeInterval
         /// The image came from the rendered cache before ``ImagePipeline/fetchImage(with:)`` returned (b3).
         public var wasLoadedSynchronously: Bool
+        /// The final image was this source's image as a ready rendition from ``RenditionTables``: no decode.
+        public var wasLoadedFromRenditionTable = false
         /// For the network: bytes of the encoded image (a resumed partial included).
         public var networkImageSizeInBytes: Int?
         /// For the network: the downloaded image's format.
@@ -96,6 +98,12 @@ struct FetchMetricsRecorder {
         guard openedAt != nil, !sources.isEmpty else { return }
         firstImageAt = firstImageAt ?? .now
         sources[sources.count - 1].result = max(sources[sources.count - 1].result, .hitProgressFrame)
+    }
+
+    /// The open source's final image is a rendition-table hit.
+    mutating func noteRenditionTableHit() {
+        guard openedAt != nil, !sources.isEmpty else { return }
+        sources[sources.count - 1].wasLoadedFromRenditionTable = true
     }
 
     /// The open source gave the final image.

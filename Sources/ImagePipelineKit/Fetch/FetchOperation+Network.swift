@@ -115,8 +115,16 @@ extension FetchOperation {
         image.imageWasTransformed = transformed
         _queue_storeRendered(finalImage, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
                              transformed: transformed)
+        let keepRendition: @Sendable () -> Void = { [self] in
+            guard !isPlaceholder else { return }
+            _queue_keepRendition(finalImage, of: request.url, dimensions: decoded.properties.dimensions,
+                                 byteCount: result.data.count, transformed: transformed)
+        }
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
-        guard result.isOwner else { return _queue_succeed(image) }
+        guard result.isOwner else { return _queue_succeed(image, percolate: keepRendition) }
+        // New bytes for the identifier: renditions of what it was before go (a changed image can come back with
+        // the same URL, size and length).
+        pipeline.renditionTables?.removeRenditions(of: identifier)
         pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)
         let cached = CachedImageData(
             data: result.data, url: request.url, dimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
@@ -125,7 +133,10 @@ extension FetchOperation {
         let inMemory = pipeline.memoryCache.storeComplete(cached, identifier: identifier)
         pipeline.memoryCache.removePartial(identifier: identifier)
         _queue_succeed(image) { [self] in
-            defer { stored() }
+            defer {
+                stored()
+                keepRendition()
+            }
             let onDisk = pipeline.diskCache?.storeComplete(cached, identifier: identifier) ?? false
             if inMemory || onDisk {
                 pipeline.announceStore(StoredImageInfo(

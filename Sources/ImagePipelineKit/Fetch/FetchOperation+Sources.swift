@@ -38,6 +38,8 @@ extension FetchOperation {
         let entry = pipeline.memoryCache.entry(for: identifier)
         if let complete = entry?.complete {
             if complete.url == request.url {
+                if _queue_deliverRendition(of: complete.url, dimensions: complete.dimensions, byteCount: complete.data.count,
+                                           isPlaceholder: complete.isPlaceholder, source: .memoryCache) { return }
                 return _queue_deliverCached(complete, source: .memoryCache, storeInMemory: false) { [self] in
                     _queue_afterMemoryImage(entry)
                 }
@@ -65,6 +67,10 @@ extension FetchOperation {
         _queue_setState(.loadingFromDisk)
         metricsRecorder.begin(.diskCache)
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .diskCache) }
+        // With rendition tables, the index alone says which image is cached; its rendition needs no file read.
+        if pipeline.renditionTables != nil, let info = disk.completeEntryInfo(for: identifier), info.url == request.url,
+           _queue_deliverRendition(of: info.url, dimensions: info.dimensions, byteCount: info.bytes,
+                                   isPlaceholder: info.isPlaceholder, source: .diskCache) { return }
         let entry = disk.entry(for: identifier)
         if let complete = entry?.complete {
             if complete.url == request.url {
@@ -209,8 +215,46 @@ extension FetchOperation {
                                      originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
                                      identifier: identifier)
             result.imageWasTransformed = transformed
-            _queue_succeed(result)
+            // The operation reports finished once the rendition is kept; without tables, no extra step.
+            guard pipeline.renditionTables != nil, !cached.isPlaceholder else { return _queue_succeed(result) }
+            let finalImage = image
+            _queue_succeed(result) { [self] in
+                _queue_keepRendition(finalImage, of: cached.url, dimensions: cached.dimensions,
+                                     byteCount: cached.data.count, transformed: transformed)
+            }
         }
+    }
+
+    // MARK: - Rendition tables
+
+    /// Succeeds with the rendition-table view of the cached image of `url` (`dimensions`, `byteCount` bytes)
+    /// at the request's target, without decoding; `false` on a miss (and for requests the tables never serve).
+    /// A hit is not copied into the memory cache: its encoded bytes were never read.
+    func _queue_deliverRendition(of url: URL, dimensions: PixelSize, byteCount: Int, isPlaceholder: Bool,
+                                 source: ImageLoadSource) -> Bool {
+        guard !isPlaceholder, let tables = pipeline.renditionTables,
+              let key = RenditionKey(request: request, identifier: identifier, url: url, dimensions: dimensions,
+                                     byteCount: byteCount),
+              let bitmap = tables.image(for: key) else { return false }
+        let image = ImageContainer(bitmap: bitmap)
+        let transformed = request.transformer != nil
+        metricsRecorder.noteRenditionTableHit()
+        _queue_storeRendered(image, sourceDimensions: dimensions, isPlaceholder: false, transformed: transformed)
+        var result = FetchResult(image: image, source: source, url: url, originalDimensions: dimensions,
+                                 isPlaceholder: false, identifier: identifier)
+        result.imageWasTransformed = transformed
+        _queue_succeed(result)
+        return true
+    }
+
+    /// Keeps a final image decoded from the cached or downloaded image of `url` in the rendition tables. Not
+    /// when the request's transformer left the image as it was: the key would claim it transformed.
+    func _queue_keepRendition(_ image: ImageContainer, of url: URL, dimensions: PixelSize, byteCount: Int,
+                              transformed: Bool) {
+        guard let tables = pipeline.renditionTables, !image.isAnimated, transformed == (request.transformer != nil),
+              let key = RenditionKey(request: request, identifier: identifier, url: url, dimensions: dimensions,
+                                     byteCount: byteCount) else { return }
+        tables.store(image.bitmap, key: key)
     }
 
     /// Takes a partial image to resume, when the request allows resuming. True when adopted.

@@ -6,6 +6,7 @@ extension ImagePipeline {
         renderedCache.clear(identifier: identifier)
         memoryCache.clear(identifier: identifier)
         diskCache?.remove(identifier: identifier)
+        renditionTables?.removeRenditions(of: identifier)
     }
 
     /// Marks the renditions of `identifier` dirty: a later fetch shows them as a preview and reloads.
@@ -23,6 +24,7 @@ extension ImagePipeline {
     /// ``knownIdentifiers(cacheRoot:)`` stops listing it (TIP's scenario 49).
     public func clearDiskCache() {
         diskCache?.removeAll()
+        renditionTables?.removeAll()
         diskCache?.removesDirectoryWhenReleasedEmpty = true
     }
 
@@ -36,6 +38,8 @@ extension ImagePipeline {
         memoryCache.clear(identifier: identifier)
         renderedCache.clear(identifier: newIdentifier)
         memoryCache.clear(identifier: newIdentifier)
+        renditionTables?.removeRenditions(of: identifier)
+        renditionTables?.removeRenditions(of: newIdentifier)
     }
 
     /// Copies the disk file of `identifier` to a temporary file, hands its URL to `body`, and deletes it when

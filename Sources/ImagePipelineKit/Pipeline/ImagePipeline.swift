@@ -32,6 +32,7 @@ public final class ImagePipeline: Sendable {
     let sharedDecodes = SharedDecodes()
     private let ownObserver = Locked<(any ImagePipelineObserver)?>(nil)
     private let extraCaches = Locked<[any AdditionalImageCache]>([])
+    private let openedTables = Locked<RenditionTables?>(nil)
 
     /// Read-only caches tried, in order, after the disk caches (TIP's `additionalCaches`).
     public var additionalCaches: [any AdditionalImageCache] {
@@ -44,6 +45,22 @@ public final class ImagePipeline: Sendable {
     public var observer: (any ImagePipelineObserver)? {
         get { ownObserver.withLock { $0 } }
         set { ownObserver.withLock { $0 = newValue } }
+    }
+
+    /// Decoded renditions kept on disk, read before cached bytes are decoded; `nil` until
+    /// ``useRenditionTables(sides:capacity:)``.
+    public var renditionTables: RenditionTables? { openedTables.withLock { $0 } }
+
+    /// Keeps fetched images' renditions in memory-mapped tables in the pipeline's directory, one table per size
+    /// class in `sides` (the largest width or height it holds), each with `capacity` slots, so that a fetch of
+    /// a cached image at a target size it was shown at before needs no decode, in this process or the next
+    /// (see ``RenditionTables``). Each slot takes `side × side × 4` bytes plus a page of disk space. Calling it
+    /// again replaces the tables.
+    /// - Throws: ``ImageTableError`` when a table cannot be opened, or there is no disk cache to keep it beside.
+    public func useRenditionTables(sides: [Int], capacity: Int) throws(ImageTableError) {
+        guard let directory = diskCache?.directory else { throw .fileSystem(operation: "open", errno: ENOENT) }
+        let tables = try RenditionTables(directory: directory, sides: sides, capacity: capacity)
+        openedTables.withLock { $0 = tables }
     }
 
     /// `$XDG_CACHE_HOME/ImagePipelineKit`, else `~/.cache/ImagePipelineKit`.

@@ -129,6 +129,7 @@ public final class StoreOperation: Operation, @unchecked Sendable {
         guard pipeline.diskCache != nil || storesInMemory else { throw StoreError(.noCacheForStoring) }
 
         pipeline.renderedCache.clear(identifier: identifier)
+        pipeline.renditionTables?.removeRenditions(of: identifier)
         let onDisk = pipeline.diskCache?.storeComplete(entry, identifier: identifier, forced: !placeholder) ?? false
         var inMemory = false
         if storesInMemory {
