@@ -74,6 +74,10 @@ struct ScrollCommand: AsyncParsableCommand {
                                valueName: "MiB"))
     var renderedCacheMb: Int?
 
+    @Option(help: ArgumentHelp("Slots of the pipeline's rendition table at the cell size: decoded cells kept on disk, memory-mapped, so a cell shown before needs no decode, in this run or the next (each slot takes cell-size² × 4 bytes once written); 0 turns it off.",
+                               valueName: "SLOTS"))
+    var renditionTableSlots = 512
+
     @Flag(help: "No live progress line.")
     var quiet = false
 
@@ -82,6 +86,9 @@ struct ScrollCommand: AsyncParsableCommand {
         guard rows > 0, columns > 0, items >= rows * columns else { throw ValidationError("--items must fill the screen") }
         guard cellSize >= 8, cellSize <= 2048 else { throw ValidationError("--cell-size must be between 8 and 2048") }
         guard seconds > 0, seconds <= 600 else { throw ValidationError("--seconds must be in (0, 600]") }
+        guard (0...65_536).contains(renditionTableSlots) else {
+            throw ValidationError("--rendition-table-slots must be between 0 and 65536")
+        }
         if let renderedCacheMb, !(1...65_536).contains(renderedCacheMb) {
             throw ValidationError("--rendered-cache-mb must be between 1 and 65536")
         }
@@ -209,7 +216,8 @@ struct ScrollCommand: AsyncParsableCommand {
             // The same scroll, unmeasured, fills the caches; then the measured run starts from them.
             weak var previous: ImagePipeline?
             do {
-                let first = try Self.makePipeline(identifier: identifier, configuration: configuration, cacheRoot: root)
+                let first = try makePipeline(identifier: identifier, configuration: configuration, cacheRoot: root,
+                                              renditionTables: conventional ? 0 : renditionTableSlots)
                 previous = first
                 // Fetches are left running when their cells scroll off (at 8 screens/s most would be cancelled
                 // before they finish, leaving the caches nearly empty), and the measured run waits for them.
@@ -230,7 +238,8 @@ struct ScrollCommand: AsyncParsableCommand {
                 while previous != nil, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
             }
         }
-        let pipeline = try warmPipeline ?? Self.makePipeline(identifier: identifier, configuration: configuration, cacheRoot: root)
+        let pipeline = try warmPipeline ?? makePipeline(identifier: identifier, configuration: configuration, cacheRoot: root,
+                                              renditionTables: conventional ? 0 : renditionTableSlots)
         let requestsBefore = server?.requestLog.count ?? 0
         let violationsBefore = DelegateQueueDiagnostics.violationCount(on: mainQueue)
         let simulation = ScrollSimulation(
@@ -266,9 +275,14 @@ struct ScrollCommand: AsyncParsableCommand {
 }
 
 extension ScrollCommand {
-    static func makePipeline(identifier: String, configuration: GlobalConfiguration, cacheRoot: URL) throws -> ImagePipeline {
+    /// A pipeline for the run, with a rendition table of `renditionTables` slots at the cell size (none for 0).
+    func makePipeline(identifier: String, configuration: GlobalConfiguration, cacheRoot: URL,
+                      renditionTables slots: Int) throws -> ImagePipeline {
         do {
-            return try ImagePipeline(identifier: identifier, configuration: configuration, cacheRoot: cacheRoot)
+            let pipeline = try ImagePipeline(identifier: identifier, configuration: configuration, cacheRoot: cacheRoot)
+            // Fill-mode renditions are larger than the cell on one side: a second table for up to 2:1 pictures.
+            if slots > 0 { try pipeline.useRenditionTables(sides: [cellSize, cellSize * 2], capacity: slots) }
+            return pipeline
         } catch {
             throw ValidationError("\(error)")
         }

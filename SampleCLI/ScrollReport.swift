@@ -41,6 +41,7 @@ struct ScrollReport {
     var firstVisitFirstPixels: Latency
     var sources: [String: Int]
     var renderedHits: Int
+    var renditionTableHits: Int
     var previews: Int
     var incrementalImages: Int
     var cancelled: Int
@@ -77,7 +78,7 @@ struct ScrollReport {
         }
         let order = ["memory", "disk", "additional", "network", "networkResumed"]
         row("final images by source", order.compactMap { key in sources[key].map { "\(key) \($0)" } }.joined(separator: ", ")
-            + " (of which shown before load returned: \(renderedHits))")
+            + " (of which shown before load returned: \(renderedHits); kept renditions, no decode: \(renditionTableHits))")
         row("previews / scans and first frames", "\(previews) / \(incrementalImages)")
         row("fetches cancelled off screen", "\(cancelled)")
         row("off screen mid-fetch / cancelled before decode",
@@ -127,7 +128,7 @@ struct ScrollReport {
             "frameWorkMs": ["p50": workP50Ms, "p99": workP99Ms], "visibleCellsShowingImage": coverage,
             "timeToFirstPixels": firstPixels.mapValues(\.json), "timeToFinalImage": finals.mapValues(\.json), "timeToFinalImageAllFormats": allFinals.json, "timeToFirstPixelsAllFormats": allFirstPixels.json,
             "timeToFirstPixelsFirstVisits": firstVisitFirstPixels.json,
-            "finalImagesBySource": sources, "shownBeforeLoadReturned": renderedHits, "previews": previews,
+            "finalImagesBySource": sources, "shownBeforeLoadReturned": renderedHits, "renditionTableHits": renditionTableHits, "previews": previews,
             "scansAndFirstFrames": incrementalImages, "fetchesCancelled": cancelled, "requests": requests,
             "scrolledOffWhileLoading": scrolledOffWhileLoading, "cancelledBeforeDecode": cancelledBeforeDecode,
             "bytesTransferred": bytesTransferred, "cacheTotals": cacheTotals, "peakResidentBytes": peakResidentBytes,

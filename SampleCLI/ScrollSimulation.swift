@@ -65,6 +65,7 @@ final class ScrollCell: ImageDisplaying, ImageViewFetchHelperDelegate, @unchecke
     func imageViewFetchHelper(_ helper: ImageViewFetchHelper, didShow result: FetchResult, isFinal: Bool) {
         if isFinal {
             stats.finalSources[result.source.description, default: 0] += 1
+            if result.wasLoadedFromRenditionTable { stats.renditionTableHits += 1 }
             guard !shownFinal, let appearedAt else { return }
             shownFinal = true
             stats.finalDelays[format, default: []].append(.now - appearedAt)
@@ -86,6 +87,8 @@ final class ScrollStats: @unchecked Sendable {
     var previews = 0
     var incrementalImages = 0
     var renderedHits = 0
+    /// Final images that were kept renditions (memory or disk source, no decode).
+    var renditionTableHits = 0
     var cancelled = 0
     /// Fetches still running when their cell scrolled off; at the end, the ones that ended cancelled never
     /// decoded (a fetch whose decode had begun finishes it and succeeds).
@@ -293,7 +296,8 @@ final class ScrollSimulation: @unchecked Sendable {
             allFinals: ScrollReport.Latency(stats.finalDelays.values.flatMap { $0 }),
             allFirstPixels: ScrollReport.Latency(stats.firstPixelDelays.values.flatMap { $0 }),
             firstVisitFirstPixels: ScrollReport.Latency(stats.firstVisitFirstPixels),
-            sources: stats.finalSources, renderedHits: stats.renderedHits, previews: stats.previews,
+            sources: stats.finalSources, renderedHits: stats.renderedHits, renditionTableHits: stats.renditionTableHits,
+            previews: stats.previews,
             incrementalImages: stats.incrementalImages, cancelled: stats.cancelled,
             scrolledOffWhileLoading: stats.scrolledOffWhileLoading.count,
             cancelledBeforeDecode: stats.scrolledOffWhileLoading.filter { $0.state == .cancelled }.count, cells: cells.count)

@@ -93,6 +93,29 @@ struct RenditionTableTierTests {
         }
     }
 
+    @Test("An animation keeps its first frame: a cached GIF shows it at once, then decodes every frame")
+    func animatedFirstFrame() async throws {
+        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+            try h.pipeline.useRenditionTables(sides: [256], capacity: 8)
+            let gif = try Data(contentsOf: ProgressiveTests.images.appendingPathComponent("fire.gif"))
+            h.server.setAsset(gif, at: "/fire.gif", contentType: "image/gif")
+            let request = h.request("/fire.gif", identifier: "F", target: PixelSize(width: 64, height: 64))
+            let (_, first) = await h.fetch(request)
+            let animation = try #require(first.finalResult?.image)
+            #expect(animation.frameCount > 1 && h.pipeline.renditionTables?.tables[0].count == 1)
+
+            h.pipeline.clearMemoryCaches()
+            let (delegate, second) = await h.fetch(request)
+            #expect(delegate.events.filter { $0 == .firstAnimatedFrame }.count == 1)
+            let shownFirst = try #require(second.progressiveResult)
+            #expect(shownFirst.wasLoadedFromRenditionTable && shownFirst.source == .diskCache)
+            #expect(shownFirst.image.bitmap.packedPixels() == animation.frames[0].bitmap.packedPixels())
+            #expect(delegate.events.last == .final(.diskCache))
+            #expect(second.finalResult?.image.frameCount == animation.frameCount)
+            #expect(second.finalResult?.wasLoadedFromRenditionTable == false)
+        }
+    }
+
     @Test("Clearing or replacing an image forgets its renditions: no stale pixels after a store, a clear or a disk purge")
     func invalidation() async throws {
         try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in

@@ -9,6 +9,10 @@ import Foundation
 /// target; a hit is a view of the mapped pixels, with no file read and no decode. After a fetch decoded an image
 /// from any source, its rendition goes into the smallest table whose side holds it.
 ///
+/// An animation is not kept whole (its frames would fill a table); its first frame is, and a fetch of it shows
+/// that frame at once (``FetchDelegate/fetchOperation(_:didLoadFirstAnimatedImageFrame:progress:)``) while the
+/// animation decodes.
+///
 /// A rendition is named by everything that makes its pixels: the identifier, the cached image's URL,
 /// dimensions and byte count, the target sizing, the transformer and the decoder's orientation setting. A
 /// replaced or expired image therefore never matches an older rendition; clearing or storing an identifier
@@ -83,6 +87,11 @@ struct RenditionKey: Hashable {
         text = Self.prefix(for: identifier) + "\(url.absoluteString)|\(dimensions.width)x\(dimensions.height)|\(byteCount)|"
             + "\(target.width)x\(target.height)|\(request.targetSizing.contentMode.rawValue)|\(orientation)|\(transformer)"
     }
+
+    private init(text: String) { self.text = text }
+
+    /// The key of the first frame of the animation this key names.
+    var firstFrame: RenditionKey { RenditionKey(text: text + "|first-frame") }
 
     static func prefix(for identifier: String) -> String {
         "\(identifier.utf8.count):\(identifier)|"

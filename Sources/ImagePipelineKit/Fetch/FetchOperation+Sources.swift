@@ -38,8 +38,8 @@ extension FetchOperation {
         let entry = pipeline.memoryCache.entry(for: identifier)
         if let complete = entry?.complete {
             if complete.url == request.url {
-                if _queue_deliverRendition(of: complete.url, dimensions: complete.dimensions, byteCount: complete.data.count,
-                                           isPlaceholder: complete.isPlaceholder, source: .memoryCache) { return }
+                if _queue_showRendition(of: complete.url, dimensions: complete.dimensions, byteCount: complete.data.count,
+                                        isPlaceholder: complete.isPlaceholder, source: .memoryCache) == .final { return }
                 return _queue_deliverCached(complete, source: .memoryCache, storeInMemory: false) { [self] in
                     _queue_afterMemoryImage(entry)
                 }
@@ -69,8 +69,8 @@ extension FetchOperation {
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .diskCache) }
         // With rendition tables, the index alone says which image is cached; its rendition needs no file read.
         if pipeline.renditionTables != nil, let info = disk.completeEntryInfo(for: identifier), info.url == request.url,
-           _queue_deliverRendition(of: info.url, dimensions: info.dimensions, byteCount: info.bytes,
-                                   isPlaceholder: info.isPlaceholder, source: .diskCache) { return }
+           _queue_showRendition(of: info.url, dimensions: info.dimensions, byteCount: info.bytes,
+                                isPlaceholder: info.isPlaceholder, source: .diskCache) == .final { return }
         let entry = disk.entry(for: identifier)
         if let complete = entry?.complete {
             if complete.url == request.url {
@@ -227,34 +227,57 @@ extension FetchOperation {
 
     // MARK: - Rendition tables
 
-    /// Succeeds with the rendition-table view of the cached image of `url` (`dimensions`, `byteCount` bytes)
-    /// at the request's target, without decoding; `false` on a miss (and for requests the tables never serve).
-    /// A hit is not copied into the memory cache: its encoded bytes were never read.
-    func _queue_deliverRendition(of url: URL, dimensions: PixelSize, byteCount: Int, isPlaceholder: Bool,
-                                 source: ImageLoadSource) -> Bool {
+    /// What the rendition tables had for a cached image.
+    enum RenditionTableAnswer {
+        /// The final image: the fetch succeeded with it.
+        case final
+        /// An animation's first frame, shown while the animation decodes.
+        case firstFrame
+        case miss
+    }
+
+    /// Shows the rendition-table view of the cached image of `url` (`dimensions`, `byteCount` bytes) at the
+    /// request's target, without decoding: as the final image, or an animation's first frame. A final hit is
+    /// not copied into the memory cache: its encoded bytes were never read.
+    func _queue_showRendition(of url: URL, dimensions: PixelSize, byteCount: Int, isPlaceholder: Bool,
+                              source: ImageLoadSource) -> RenditionTableAnswer {
         guard !isPlaceholder, let tables = pipeline.renditionTables,
               let key = RenditionKey(request: request, identifier: identifier, url: url, dimensions: dimensions,
-                                     byteCount: byteCount),
-              let bitmap = tables.image(for: key) else { return false }
-        let image = ImageContainer(bitmap: bitmap)
+                                     byteCount: byteCount) else { return .miss }
         let transformed = request.transformer != nil
+        guard let bitmap = tables.image(for: key) else {
+            guard shared.withLock({ $0.progressiveResult == nil }), let first = tables.image(for: key.firstFrame) else {
+                return .miss
+            }
+            var frame = FetchResult(image: ImageContainer(bitmap: first), source: source, url: url,
+                                    originalDimensions: dimensions, isPlaceholder: false, identifier: identifier)
+            frame.imageWasTransformed = transformed
+            frame.wasLoadedFromRenditionTable = true
+            shared.withLock { $0.progressiveResult = frame }
+            metricsRecorder.hitProgressFrame()
+            _queue_tellDelegate { [frame] in $0.fetchOperation(self, didLoadFirstAnimatedImageFrame: frame, progress: 1) }
+            return .firstFrame
+        }
+        let image = ImageContainer(bitmap: bitmap)
         metricsRecorder.noteRenditionTableHit()
         _queue_storeRendered(image, sourceDimensions: dimensions, isPlaceholder: false, transformed: transformed)
         var result = FetchResult(image: image, source: source, url: url, originalDimensions: dimensions,
                                  isPlaceholder: false, identifier: identifier)
         result.imageWasTransformed = transformed
+        result.wasLoadedFromRenditionTable = true
         _queue_succeed(result)
-        return true
+        return .final
     }
 
-    /// Keeps a final image decoded from the cached or downloaded image of `url` in the rendition tables. Not
-    /// when the request's transformer left the image as it was: the key would claim it transformed.
+    /// Keeps a final image decoded from the cached or downloaded image of `url` in the rendition tables (an
+    /// animation's first frame only). Not when the request's transformer left the image as it was: the key
+    /// would claim it transformed.
     func _queue_keepRendition(_ image: ImageContainer, of url: URL, dimensions: PixelSize, byteCount: Int,
                               transformed: Bool) {
-        guard let tables = pipeline.renditionTables, !image.isAnimated, transformed == (request.transformer != nil),
+        guard let tables = pipeline.renditionTables, transformed == (request.transformer != nil),
               let key = RenditionKey(request: request, identifier: identifier, url: url, dimensions: dimensions,
                                      byteCount: byteCount) else { return }
-        tables.store(image.bitmap, key: key)
+        tables.store(image.bitmap, key: image.isAnimated ? key.firstFrame : key)
     }
 
     /// Takes a partial image to resume, when the request allows resuming. True when adopted.

@@ -14,6 +14,9 @@ public struct FetchResult: Sendable {
     public var identifier: String
     /// The request's transformer changed the image.
     public var imageWasTransformed = false
+    /// The image is the kept rendition of the cached image from ``RenditionTables``: a view of mapped pixels,
+    /// no decode.
+    public var wasLoadedFromRenditionTable = false
 }
 
 /// Why a fetch failed (TIP's `TIPImageFetchErrorDomain` codes, a12).
