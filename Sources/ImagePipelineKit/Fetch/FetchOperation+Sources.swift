@@ -322,6 +322,27 @@ extension FetchOperation {
         guard !transformed || transformerIdentifier != nil else { return }
         pipeline.renderedCache.store(RenderedImage(image: image, transformerIdentifier: transformerIdentifier,
                                                    sourceDimensions: sourceDimensions), identifier: identifier)
+        // Fetches of this rendition still waiting in the operation queue need no turn of it (B13). One with
+        // dependencies left waits for them, and then finds the rendition when it starts.
+        //
+        // `sync`: a waiting fetch's queue is idle, so this runs here, in order with a `start()` that comes at
+        // the same moment, without waking a thread per fetch. It cannot deadlock: only fetches that have not
+        // started are listed, and answering one never waits on another queue.
+        pipeline.waitingFetches.answer(waitingFor: request) { waiting in
+            guard waiting !== self, waiting.isReady else { return }
+            waiting.queue.sync { waiting._queue_answerWhileWaiting() }
+        }
+    }
+
+    /// A fetch still waiting in the operation queue, answered from the rendered cache with the rendition another
+    /// fetch just made: its delegate hears now; the operation reports finished once the queue starts it.
+    func _queue_answerWhileWaiting() {
+        guard state == .idle, !isCancelled, !isDelegateGone,
+              let (result, isDirty) = pipeline.renderedResult(for: request), !isDirty else { return }
+        _queue_setState(.starting)
+        _queue_tellDelegate { $0.fetchOperationDidStart(self) }
+        metricsRecorder.begin(.memoryCache)
+        _queue_succeed(result)
     }
 
     /// Applies the request's transformer (a6) and scales its result to the target; `transformed` is false when

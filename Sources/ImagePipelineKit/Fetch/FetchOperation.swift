@@ -45,6 +45,11 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         var startedAt: Date?
         var finishedAt: Date?
         var metrics: FetchMetrics?
+        /// Handed to an operation queue, which must start it before it may report finished.
+        var isInOperationQueue = false
+        var hasStarted = false
+        /// Answered while it waited in the operation queue (``WaitingFetches``): reports finished once started.
+        var finishesWhenStarted = false
         /// Set once `isFinished` turned true; `finishHandlers` run then.
         var reportedFinished = false
         var finishHandlers: [@Sendable () -> Void] = []
@@ -132,7 +137,13 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     public override func start() {
         guard lifecycle.begin(self) else { return }
-        shared.withLock { $0.startedAt = Date() }
+        let wasAnswered = shared.withLock { state -> Bool in
+            state.startedAt = Date()
+            state.hasStarted = true
+            return state.finishesWhenStarted
+        }
+        pipeline.waitingFetches.remove(self)
+        if wasAnswered { return markFinished() }
         // The operation queue's thread runs the first steps itself (a sync on an idle queue runs in place): one
         // thread wake-up less per fetch, which is most of what a fetch answered from the rendered cache costs
         // (100 queued fetches of one image: callbacks spread over ~2-3 ms before, ~1.3 ms after). Started by
@@ -279,6 +290,14 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     /// KVO-visible end of the operation. Also used by the synchronous rendered path, which never starts it.
     func markFinished() {
+        // An operation in a queue reports finished only once the queue started it (corelibs-foundation warns
+        // otherwise): a fetch answered while waiting finishes from `start()`.
+        let waitsForStart = shared.withLock { state -> Bool in
+            guard state.isInOperationQueue, !state.hasStarted else { return false }
+            state.finishesWhenStarted = true
+            return true
+        }
+        guard !waitsForStart else { return }
         shared.withLock {
             $0.finishedAt = Date()
             // Released now: the block API's delegate may hold the caller's completion and what it captured.

@@ -38,6 +38,8 @@ extension ImagePipeline {
             return
         }
         if configuration.isOnDelegateQueue, completeFromRenderedCache(operation) { return }
+        operation.shared.withLock { $0.isInOperationQueue = true }
+        waitingFetches.add(operation)
         configuration.operationQueue.addOperation(operation)
     }
 

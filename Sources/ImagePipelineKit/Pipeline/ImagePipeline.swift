@@ -30,6 +30,8 @@ public final class ImagePipeline: Sendable {
     public let configuration: GlobalConfiguration
     /// Decodes running for this pipeline's fetches, which fetches of the same bytes join.
     let sharedDecodes = SharedDecodes()
+    /// Fetches in the operation queue that a rendition made by another fetch can answer at once.
+    let waitingFetches = WaitingFetches()
     private let ownObserver = Locked<(any ImagePipelineObserver)?>(nil)
     private let extraCaches = Locked<[any AdditionalImageCache]>([])
     private let openedTables = Locked<RenditionTables?>(nil)
