@@ -27,8 +27,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // libwebpmux's animation encoder: only the tests use it, to make animated WebP fixtures.
         .systemLibrary(name: "CWebPMux", pkgConfig: "libwebpmux", providers: [.apt(["libwebp-dev"])]),
-        // Our C: every libjpeg/libpng call that can fail lives here behind a setjmp error manager,
-        // plus the stb_image_resize instantiation.
+        // Our C: every libjpeg/libpng call that can fail lives here behind a setjmp error manager, and the
+        // fixed-point resamplers.
         .target(
             name: "CImageCodecs",
             dependencies: ["CJPEG", "CPNG"]

@@ -1,19 +1,5 @@
-#define STB_IMAGE_RESIZE_IMPLEMENTATION
-#define STB_IMAGE_RESIZE_STATIC
-#include <stb/stb_image_resize.h>
 #include <stdlib.h>
 #include "ipk_resize.h"
-
-int ipk_resize_rgba_premultiplied(const uint8_t *src, int src_w, int src_h, size_t src_stride,
-                                  uint8_t *dst, int dst_w, int dst_h, size_t dst_stride) {
-    /* Premultiplied pixels filter as four independent channels; treating them as linear (not sRGB)
-       matches what Pillow and browsers do for thumbnails and keeps the float path short. */
-    int ok = stbir_resize_uint8_generic(src, src_w, src_h, (int)src_stride,
-                                        dst, dst_w, dst_h, (int)dst_stride,
-                                        4, 3, STBIR_FLAG_ALPHA_PREMULTIPLIED,
-                                        STBIR_EDGE_CLAMP, STBIR_FILTER_DEFAULT, STBIR_COLORSPACE_LINEAR, NULL);
-    return ok ? 0 : -1;
-}
 
 void ipk_box_reduce_rgba(const uint8_t *src, int src_w, int src_h, size_t src_stride,
                          uint8_t *dst, size_t dst_stride, int factor) {
