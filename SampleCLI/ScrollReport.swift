@@ -45,10 +45,12 @@ struct ScrollReport {
     var previews: Int
     var incrementalImages: Int
     var cancelled: Int
-    /// Fetches still running when their cell scrolled off, and how many of them ended cancelled, never decoding
-    /// (B14: at least 90%). One still running at the end counts as not cancelled.
+    /// Fetches still running when their cell scrolled off, how many of them ended cancelled before decoding
+    /// (B14: at least 90%), and how many more ended cancelled with their decode stopped midway. One still
+    /// running at the end counts as not cancelled.
     var scrolledOffWhileLoading: Int
     var cancelledBeforeDecode: Int
+    var decodeStopped: Int
     var cells: Int
     var network = ""
     var script = ""
@@ -83,7 +85,8 @@ struct ScrollReport {
         row("fetches cancelled off screen", "\(cancelled)")
         row("off screen mid-fetch / cancelled before decode",
             "\(scrolledOffWhileLoading) / \(cancelledBeforeDecode)"
-            + (scrolledOffWhileLoading > 0 ? String(format: " (%.0f%%)", 100 * Double(cancelledBeforeDecode) / Double(scrolledOffWhileLoading)) : ""))
+            + (scrolledOffWhileLoading > 0 ? String(format: " (%.0f%%)", 100 * Double(cancelledBeforeDecode) / Double(scrolledOffWhileLoading)) : "")
+            + "; \(decodeStopped) more stopped mid-decode")
         row("fetches that joined a running download", "\(sharedDownloads)")
         row("requests / bytes transferred", requests < 0 ? "unknown (external origin)" : "\(requests) / \(bytesTransferred)")
         row("cache totals", "rendered \(cacheTotals["renderedBytes"] ?? 0) B (limit \(cacheTotals["renderedLimitBytes"] ?? 0)), memory \(cacheTotals["memoryBytes"] ?? 0) B, disk \(cacheTotals["diskBytes"] ?? 0) B")
@@ -130,7 +133,7 @@ struct ScrollReport {
             "timeToFirstPixelsFirstVisits": firstVisitFirstPixels.json,
             "finalImagesBySource": sources, "shownBeforeLoadReturned": renderedHits, "renditionTableHits": renditionTableHits, "previews": previews,
             "scansAndFirstFrames": incrementalImages, "fetchesCancelled": cancelled, "requests": requests,
-            "scrolledOffWhileLoading": scrolledOffWhileLoading, "cancelledBeforeDecode": cancelledBeforeDecode,
+            "scrolledOffWhileLoading": scrolledOffWhileLoading, "cancelledBeforeDecode": cancelledBeforeDecode, "decodeStoppedMidway": decodeStopped,
             "bytesTransferred": bytesTransferred, "cacheTotals": cacheTotals, "peakResidentBytes": peakResidentBytes,
             "cellsVisited": cells, "mainQueueViolations": delegateQueueViolations, "sharedDownloads": sharedDownloads,
         ]

@@ -300,7 +300,13 @@ final class ScrollSimulation: @unchecked Sendable {
             previews: stats.previews,
             incrementalImages: stats.incrementalImages, cancelled: stats.cancelled,
             scrolledOffWhileLoading: stats.scrolledOffWhileLoading.count,
-            cancelledBeforeDecode: stats.scrolledOffWhileLoading.filter { $0.state == .cancelled }.count, cells: cells.count)
+            cancelledBeforeDecode: stats.scrolledOffWhileLoading.filter {
+                $0.state == .cancelled && $0.metrics?.decodeWasInterrupted != true
+            }.count,
+            decodeStopped: stats.scrolledOffWhileLoading.filter {
+                $0.state == .cancelled && $0.metrics?.decodeWasInterrupted == true
+            }.count,
+            cells: cells.count)
     }
 
     private func percentile(_ values: [Duration], _ fraction: Double) -> Double {

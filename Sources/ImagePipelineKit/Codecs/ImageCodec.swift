@@ -131,8 +131,10 @@ extension ImageDecoder {
     /// The default one-shot decode: one session, all bytes, finish, render the complete image.
     public func decode(_ data: Data, target: TargetSizing, configuration: DecoderConfiguration) throws -> DecodedImage {
         let session = makeSession(configuration: configuration, expectedByteCount: data.count)
+        try DecodeInterruption.checkpoint()
         _ = try session.append(data)
         _ = try session.finish()
+        try DecodeInterruption.checkpoint()
         guard let container = try session.render(.completeImage, target: target)
             ?? session.render(.anyProgress, target: target),
             let properties = session.properties

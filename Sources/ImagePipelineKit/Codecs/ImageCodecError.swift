@@ -20,6 +20,8 @@ public enum ImageCodecError: Error, Hashable, Sendable, CustomStringConvertible 
     case limitExceeded(Limit)
     /// The codec cannot encode (read-only) or the encoder failed.
     case encodingFailed(String)
+    /// Stopped at a ``DecodeInterruption`` checkpoint: nobody wanted the result any more. Not a fault of the data.
+    case interrupted
 
     /// A stable number for logs and the CLI's `errorCode`.
     public var code: Int {
@@ -30,6 +32,7 @@ public enum ImageCodecError: Error, Hashable, Sendable, CustomStringConvertible 
         case .unsupported: 4
         case .limitExceeded: 5
         case .encodingFailed: 6
+        case .interrupted: 7
         }
     }
 
@@ -42,6 +45,7 @@ public enum ImageCodecError: Error, Hashable, Sendable, CustomStringConvertible 
         case .unsupported: "unsupported"
         case .limitExceeded: "limitExceeded"
         case .encodingFailed: "encodingFailed"
+        case .interrupted: "interrupted"
         }
     }
 
@@ -56,6 +60,7 @@ public enum ImageCodecError: Error, Hashable, Sendable, CustomStringConvertible 
         case .limitExceeded(.frames(let count)): "animation of \(count) frames exceeds the frame limit"
         case .limitExceeded(.bytes(let bytes)): "decoding needs \(bytes) bytes, over the byte limit"
         case .encodingFailed(let message): "encoding failed: \(message)"
+        case .interrupted: "decoding stopped: its result is no longer wanted"
         }
     }
 }

@@ -23,6 +23,9 @@ public struct FetchMetrics: Sendable {
         public var result: Result
         /// The fetch was cancelled while this source was being tried.
         public var wasCancelled: Bool
+    /// The fetch was cancelled while it decoded, and its decode stopped at a checkpoint before the end
+    /// (``DecodeInterruption``).
+    public var decodeWasInterrupted = false
         /// Seconds from trying the source to its answer (or to the end of the fetch).
         public var loadDuration: TimeInterval
         /// The image came from the rendered cache before ``ImagePipeline/fetchImage(with:)`` returned (b3).
@@ -50,6 +53,9 @@ public struct FetchMetrics: Sendable {
     /// Seconds from start to the first image delivered (a preview or the final one), `nil` without one.
     public var firstImageLoadDuration: TimeInterval?
     public var wasCancelled: Bool
+    /// The fetch was cancelled while it decoded, and its decode stopped at a checkpoint before the end
+    /// (``DecodeInterruption``).
+    public var decodeWasInterrupted = false
 
     /// The entry for `source`, when the fetch tried it.
     public func info(for source: ImageLoadSource) -> SourceInfo? {
@@ -63,6 +69,7 @@ struct FetchMetricsRecorder {
     private var openedAt: ContinuousClock.Instant?
     private let startedAt = ContinuousClock.now
     private var firstImageAt: ContinuousClock.Instant?
+    private var decodeWasInterrupted = false
 
     /// Starts trying `source`; a source still open is closed as a miss.
     mutating func begin(_ source: ImageLoadSource) {
@@ -100,6 +107,11 @@ struct FetchMetricsRecorder {
         sources[sources.count - 1].result = max(sources[sources.count - 1].result, .hitProgressFrame)
     }
 
+    /// The fetch's decode stopped at a checkpoint because the fetch was cancelled.
+    mutating func noteDecodeInterrupted() {
+        decodeWasInterrupted = true
+    }
+
     /// The open source's final image is a rendition-table hit.
     mutating func noteRenditionTableHit() {
         guard openedAt != nil, !sources.isEmpty else { return }
@@ -117,8 +129,11 @@ struct FetchMetricsRecorder {
         if cancelled, openedAt != nil, !sources.isEmpty { sources[sources.count - 1].wasCancelled = true }
         close(.neverCompleted)
         let end = ContinuousClock.now
-        return FetchMetrics(sources: sources, totalDuration: (end - startedAt).seconds,
-                            firstImageLoadDuration: firstImageAt.map { ($0 - startedAt).seconds }, wasCancelled: cancelled)
+        var metrics = FetchMetrics(sources: sources, totalDuration: (end - startedAt).seconds,
+                                   firstImageLoadDuration: firstImageAt.map { ($0 - startedAt).seconds },
+                                   wasCancelled: cancelled)
+        metrics.decodeWasInterrupted = decodeWasInterrupted
+        return metrics
     }
 
     /// The metrics of a fetch completed by a rendered-cache hit before `fetchImage(with:)` returned.

@@ -81,7 +81,7 @@ extension FetchOperation {
             // (TIP's abort check before every step).
             guard !_queue_abortIfNeeded() else { return stored() }
             // Fetches that shared the download share its decode too.
-            _queue_decodeShared(result.data) { [self] outcome in
+            _queue_decodeShared(result.data, ifAborted: stored) { [self] outcome in
                 switch outcome {
                 case .success(let decoded):
                     _queue_networkSucceeded(result, decoded: decoded, whenStored: stored)

@@ -288,11 +288,13 @@ extension FetchOperation {
         return true
     }
 
-    /// Decodes `data` at the request's target, timed for the decode-duration metric.
-    func _queue_decode(_ data: Data) throws -> DecodedImage {
+    /// Decodes `data` at the request's target, timed for the decode-duration metric; stopped at the codec's
+    /// checkpoints when `interruption` says so (``ImageCodecError/interrupted``).
+    func _queue_decode(_ data: Data, interruption: DecodeInterruption? = nil) throws -> DecodedImage {
         let started = ContinuousClock.now
-        let decoded = try CodecCatalogue.shared.decode(data, target: request.targetSizing,
-                                                       configuration: request.decoderConfiguration)
+        let decoded = try DecodeInterruption.$current.withValue(interruption) {
+            try CodecCatalogue.shared.decode(data, target: request.targetSizing, configuration: request.decoderConfiguration)
+        }
         pipeline.configuration.recordDecode(of: decoded.properties.type, duration: ContinuousClock.now - started)
         return decoded
     }
@@ -300,16 +302,35 @@ extension FetchOperation {
     /// Decodes `data` at the request's target, or joins a decode of the same bytes that another fetch of this
     /// pipeline is running (``SharedDecodes``), then runs `body` on this queue: at once after an own decode,
     /// later for a joined one, and then not at all when this fetch was cancelled (or finished) meanwhile.
-    func _queue_decodeShared(_ data: Data, then body: @escaping @Sendable (SharedDecodes.Outcome) -> Void) {
+    ///
+    /// A fetch cancelled while it decodes stops at the codec's next checkpoint and ends cancelled, unless other
+    /// fetches wait for that decode; a waiting fetch whose decode was stopped that way decodes on its own.
+    func _queue_decodeShared(_ data: Data, ifAborted aborted: (@Sendable () -> Void)? = nil,
+                             then body: @escaping @Sendable (SharedDecodes.Outcome) -> Void) {
         let key = SharedDecodes.Key(identifier: identifier, target: request.targetSizing,
                                     configuration: request.decoderConfiguration, byteCount: data.count)
-        let own = pipeline.sharedDecodes.decode(data, key: key, using: { try _queue_decode(data) }) { [self] outcome in
+        let decodes = pipeline.sharedDecodes
+        let interruption = DecodeInterruption { [weak self] in
+            (self?.isCancelled ?? true) && !decodes.hasWaiters(key)
+        }
+        let own = decodes.decode(data, key: key, using: { try _queue_decode(data, interruption: interruption) }) { [self] outcome in
             queue.async { [self] in
-                guard !_queue_abortIfNeeded() else { return }
+                guard !_queue_abortIfNeeded() else { return aborted?() ?? () }
+                if Self.wasInterrupted(outcome) { return _queue_decodeShared(data, ifAborted: aborted, then: body) }
                 body(outcome)
             }
         }
-        if let own { body(own) }
+        guard let own else { return }
+        if Self.wasInterrupted(own) {
+            metricsRecorder.noteDecodeInterrupted()
+            if _queue_abortIfNeeded() { return aborted?() ?? () }
+        }
+        body(own)
+    }
+
+    private static func wasInterrupted(_ outcome: SharedDecodes.Outcome) -> Bool {
+        if case .failure(let error) = outcome, (error as? ImageCodecError) == .interrupted { return true }
+        return false
     }
 
     /// Keeps a delivered image in the rendered cache (b9): not for placeholders, untargeted or centered

@@ -32,6 +32,12 @@ final class SharedDecodes: Sendable {
 
     private let state = Locked(State())
 
+    /// Whether fetches wait for the decode running under `key`: a decoding fetch that was cancelled goes on
+    /// for them rather than stopping at a checkpoint.
+    func hasWaiters(_ key: Key) -> Bool {
+        state.withLock { !($0.running[key]?.waiters.isEmpty ?? true) }
+    }
+
     /// Decodes `data` with `decode` on the calling thread and returns the outcome; or, when a decode of equal
     /// bytes under `key` is running on another thread, returns `nil` at once and later calls `joined` with that
     /// decode's outcome, on that decode's thread (hop to your own queue from there).

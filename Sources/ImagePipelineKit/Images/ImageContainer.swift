@@ -61,7 +61,10 @@ extension ImageContainer {
         let size = target.scaledSize(of: dimensions)
         guard size != dimensions else { return self }
         DelegateQueueDiagnostics.noteHeavyWork()
-        return ImageContainer(frames: try frames.map { ImageFrame(bitmap: try $0.bitmap.scaled(to: size), duration: $0.duration) },
-                              loopCount: loopCount)
+        let scaled = try frames.map { frame in
+            try DecodeInterruption.checkpoint()
+            return ImageFrame(bitmap: try frame.bitmap.scaled(to: size), duration: frame.duration)
+        }
+        return ImageContainer(frames: scaled, loopCount: loopCount)
     }
 }

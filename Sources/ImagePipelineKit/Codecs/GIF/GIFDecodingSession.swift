@@ -167,6 +167,7 @@ final class GIFDecodingSession: ImageDecodingSession {
 
     private func readImage() throws {
         guard let gif, let compositor, var properties else { return }
+        try DecodeInterruption.checkpoint()
         var type = UNDEFINED_RECORD_TYPE
         try check(DGifGetRecordType(gif, &type))
         try check(DGifGetImageDesc(gif))

@@ -22,8 +22,10 @@ public struct JPEGDecoder: ImageDecoder {
         var configuration = configuration
         configuration.preferredSizing = target
         let session = JPEGDecodingSession(configuration: configuration, mode: .oneShot)
+        try DecodeInterruption.checkpoint()
         _ = try session.append(data)
         _ = try session.finish()
+        try DecodeInterruption.checkpoint()
         guard let container = try session.render(.completeImage, target: target), let properties = session.properties
         else { throw ImageCodecError.truncated }
         return DecodedImage(container: container, properties: properties)
