@@ -33,6 +33,8 @@ struct ipk_jpeg_decoder {
     int buffered;
     uint8_t *canvas;
     size_t stride;
+    int (*should_stop)(void);
+    int interrupted;
     ipk_jpeg_info info;
 };
 
@@ -72,6 +74,11 @@ static void source_skip(j_decompress_ptr cinfo, long count) {
 
 static int fail(struct ipk_jpeg_decoder *d) {
     d->dead = 1;
+    if (d->interrupted) {
+        d->info.failure = IPK_JPEG_FAILURE_INTERRUPTED;
+        strcpy(d->info.message, "interrupted");
+        return -1;
+    }
     d->info.failure = ipk_jpeg_classify(&d->err);
     memcpy(d->info.message, d->err.message, sizeof d->info.message);
     d->info.message[sizeof d->info.message - 1] = 0;
@@ -200,6 +207,10 @@ int ipk_jpeg_decoder_configure(ipk_jpeg_decoder *d, int scale_denom, int buffere
     return 0;
 }
 
+void ipk_jpeg_decoder_set_stop_check(ipk_jpeg_decoder *d, int (*should_stop)(void)) {
+    d->should_stop = should_stop;
+}
+
 void ipk_jpeg_decoder_set_canvas(ipk_jpeg_decoder *d, uint8_t *canvas, size_t stride) {
     d->canvas = canvas;
     d->stride = stride;
@@ -222,7 +233,7 @@ static void cmyk_to_rgba(struct ipk_jpeg_decoder *d, uint8_t *row) {
 }
 
 /* Reads output rows into the canvas until the output is done or the input suspends. Returns 1 when every
-   row is in. Must be called under setjmp. */
+   row is in. Must be called under setjmp: the stop check leaves through it. */
 static int read_rows(struct ipk_jpeg_decoder *d) {
     struct jpeg_decompress_struct *c = &d->cinfo;
     int cmyk = c->out_color_space == JCS_CMYK;
@@ -235,6 +246,11 @@ static int read_rows(struct ipk_jpeg_decoder *d) {
         if (cmyk)
             for (JDIMENSION i = 0; i < read; i++) cmyk_to_rgba(d, rows[i]);
         if (read == 0) return 0;
+        /* Out through the error path, as libjpeg's own errors leave: every caller runs under setjmp. */
+        if (d->should_stop && d->should_stop()) {
+            d->interrupted = 1;
+            longjmp(d->err.jump, 1);
+        }
     }
     return 1;
 }

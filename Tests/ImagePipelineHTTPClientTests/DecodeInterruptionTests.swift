@@ -71,6 +71,31 @@ struct DecodeInterruptionTests {
         #expect(ImageCodecError.interrupted.code == 7 && ImageCodecError.interrupted.codeName == "interrupted")
     }
 
+    @Test("A JPEG's decode is asked between batches of rows, and stops there")
+    func jpegRowCheckpoints() throws {
+        let jpeg = try Data(contentsOf: CoordinatorHarness.imageURL.deletingLastPathComponent()
+            .appendingPathComponent("skimage-hubble_deep_field.jpg"))
+        let target = TargetSizing(dimensions: PixelSize(width: 256, height: 256))
+        let asked = Locked(0)
+        let counting = DecodeInterruption { asked.withLock { $0 += 1 }; return false }
+        _ = try DecodeInterruption.$current.withValue(counting) { try CodecCatalogue.shared.decode(jpeg, target: target) }
+        // 872 rows at 1/2 scale in batches of 16 rows, besides the checkpoints around the decode.
+        #expect(asked.withLock { $0 } > 20)
+        asked.withLock { $0 = 0 }
+        let stopping = DecodeInterruption {
+            asked.withLock { count -> Bool in
+                count += 1
+                return count >= 10
+            }
+        }
+        #expect(throws: ImageCodecError.interrupted) {
+            try DecodeInterruption.$current.withValue(stopping) { try CodecCatalogue.shared.decode(jpeg, target: target) }
+        }
+        #expect(asked.withLock { $0 } == 10)
+        // The next decode of the same bytes is unaffected.
+        #expect(try CodecCatalogue.shared.decode(jpeg, target: target).container.dimensions.width == 256)
+    }
+
     @Test("A fetch cancelled while it decodes stops decoding and ends cancelled; a fetch that shares the decode keeps it going")
     func cancelledFetchStopsItsDecode() async throws {
         let decoder = SlowDecoder()

@@ -12,7 +12,8 @@ typedef enum {
     IPK_JPEG_FAILURE_CORRUPT = 1,      /* not a valid JPEG stream */
     IPK_JPEG_FAILURE_UNSUPPORTED = 2,  /* valid, but 12-bit, lossless or another process libjpeg lacks */
     IPK_JPEG_FAILURE_MEMORY = 3,       /* libjpeg's working memory would pass the session's ceiling */
-    IPK_JPEG_FAILURE_TOO_MANY_SCANS = 4
+    IPK_JPEG_FAILURE_TOO_MANY_SCANS = 4,
+    IPK_JPEG_FAILURE_INTERRUPTED = 5   /* the stop check said to stop (nobody wants the image any more) */
 } ipk_jpeg_failure;
 
 /* What ipk_jpeg_decoder_advance achieved. */
@@ -53,6 +54,10 @@ typedef struct ipk_jpeg_decoder ipk_jpeg_decoder;
 ipk_jpeg_decoder *ipk_jpeg_decoder_create(long max_memory);
 void ipk_jpeg_decoder_destroy(ipk_jpeg_decoder *decoder);
 const ipk_jpeg_info *ipk_jpeg_decoder_info(const ipk_jpeg_decoder *decoder);
+
+/* A function asked between batches of output rows; nonzero stops the decode (IPK_JPEG_ERROR with
+   IPK_JPEG_FAILURE_INTERRUPTED; the decoder is dead). NULL (the default) never stops. */
+void ipk_jpeg_decoder_set_stop_check(ipk_jpeg_decoder *decoder, int (*should_stop)(void));
 
 /* Appends bytes (copied). Returns 0, or -1 when the input buffer cannot grow. */
 int ipk_jpeg_decoder_feed(ipk_jpeg_decoder *decoder, const uint8_t *bytes, size_t length);

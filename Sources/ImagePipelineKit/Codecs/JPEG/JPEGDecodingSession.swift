@@ -30,6 +30,8 @@ final class JPEGDecodingSession: ImageDecodingSession {
         cDecoder = ipk_jpeg_decoder_create(configuration.limits.maxBytes)
         // Creation fails only when malloc does; the session then reports it on first use.
         if cDecoder == nil { failure = .limitExceeded(.bytes(MemoryLayout<ipk_jpeg_info>.size)) }
+        // Between batches of rows, the decode running on this thread may be told to stop (DecodeInterruption).
+        if let cDecoder { ipk_jpeg_decoder_set_stop_check(cDecoder, jpegShouldStop) }
     }
 
     deinit {
@@ -194,6 +196,8 @@ final class JPEGDecodingSession: ImageDecodingSession {
             String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
         switch info.failure {
+        case IPK_JPEG_FAILURE_INTERRUPTED:
+            return .interrupted
         case IPK_JPEG_FAILURE_UNSUPPORTED:
             return .unsupported(message)
         case IPK_JPEG_FAILURE_MEMORY:
@@ -205,4 +209,9 @@ final class JPEGDecodingSession: ImageDecodingSession {
             return .corrupt(message.isEmpty ? "invalid JPEG data" : message)
         }
     }
+}
+
+/// The JPEG decoder's stop check: the ``DecodeInterruption`` bound where the decode runs, if any.
+private let jpegShouldStop: @convention(c) () -> Int32 = {
+    (DecodeInterruption.current?.shouldStop() ?? false) ? 1 : 0
 }
