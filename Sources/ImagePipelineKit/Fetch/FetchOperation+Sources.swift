@@ -346,12 +346,13 @@ extension FetchOperation {
         // Fetches of this rendition still waiting in the operation queue need no turn of it (B13). One with
         // dependencies left waits for them, and then finds the rendition when it starts.
         //
-        // `sync`: a waiting fetch's queue is idle, so this runs here, in order with a `start()` that comes at
-        // the same moment, without waking a thread per fetch. It cannot deadlock: only fetches that have not
-        // started are listed, and answering one never waits on another queue.
-        pipeline.waitingFetches.answer(waitingFor: request) { waiting in
-            guard waiting !== self, waiting.isReady else { return }
-            waiting.queue.sync { waiting._queue_answerWhileWaiting() }
+        // `sync`: a waiting fetch's queue is idle, so the answer runs in place, in order with a `start()` that
+        // comes at the same moment. It cannot deadlock: only fetches that have not started are listed, and
+        // answering one never waits on another queue. Many waiting fetches are answered on every core at once.
+        let waiting = pipeline.waitingFetches.take(waitingFor: request).filter { $0 !== self && $0.isReady }
+        guard !waiting.isEmpty else { return }
+        DispatchQueue.concurrentPerform(iterations: waiting.count) { index in
+            waiting[index].queue.sync { waiting[index]._queue_answerWhileWaiting() }
         }
     }
 

@@ -41,10 +41,10 @@ final class WaitingFetches: Sendable {
         }
     }
 
-    /// Takes every fetch waiting for `request`'s rendition off the list and hands each to `answer`.
-    func answer(waitingFor request: any FetchRequest, _ answer: (FetchOperation) -> Void) {
+    /// Takes every fetch waiting for `request`'s rendition off the list.
+    func take(waitingFor request: any FetchRequest) -> [FetchOperation] {
         guard let key = Self.key(for: request),
-              let operations = waiting.withLock({ $0.removeValue(forKey: key) }) else { return }
-        operations.values.forEach(answer)
+              let operations = waiting.withLock({ $0.removeValue(forKey: key) }) else { return [] }
+        return Array(operations.values)
     }
 }
