@@ -48,24 +48,34 @@ private struct SlowCodec: ImageCodec {
     var imageType: ImageType { Self.type }
 }
 
+/// Counts the checkpoints a decode asks at.
+private final class CheckpointCount: Sendable {
+    let asked = Locked(0)
+
+    /// An interruption that counts here and says stop at the `n`th checkpoint.
+    func stopping(atCheckpoint n: Int) -> DecodeInterruption {
+        DecodeInterruption { [self] in
+            asked.withLock { count -> Bool in
+                count += 1
+                return count >= n
+            }
+        }
+    }
+}
+
 @Suite("Decodes stop when nobody wants them (B14's cancels)", .serialized)
 struct DecodeInterruptionTests {
     @Test("An animation's decode stops at the next frame once its interruption says so; without one it runs to the end")
     func codecCheckpoints() throws {
         let gif = try Data(contentsOf: ProgressiveTests.images.appendingPathComponent("fire.gif"))
         let target = TargetSizing(dimensions: PixelSize(width: 256, height: 256), contentMode: .fill)
-        let asked = Locked(0)
+        let checkpoints = CheckpointCount()
         // Stops at the fifth checkpoint: well before fire.gif's 33 frames are read and scaled.
-        let interruption = DecodeInterruption {
-            asked.withLock { count -> Bool in
-                count += 1
-                return count >= 5
-            }
-        }
+        let interruption = checkpoints.stopping(atCheckpoint: 5)
         #expect(throws: ImageCodecError.interrupted) {
             try DecodeInterruption.$current.withValue(interruption) { try CodecCatalogue.shared.decode(gif, target: target) }
         }
-        #expect(asked.withLock { $0 } == 5)
+        #expect(checkpoints.asked.withLock { $0 } == 5)
         let whole = try CodecCatalogue.shared.decode(gif, target: target)
         #expect(whole.container.frameCount == 33)
         #expect(ImageCodecError.interrupted.code == 7 && ImageCodecError.interrupted.codeName == "interrupted")
@@ -76,22 +86,20 @@ struct DecodeInterruptionTests {
         let jpeg = try Data(contentsOf: CoordinatorHarness.imageURL.deletingLastPathComponent()
             .appendingPathComponent("skimage-hubble_deep_field.jpg"))
         let target = TargetSizing(dimensions: PixelSize(width: 256, height: 256))
-        let asked = Locked(0)
-        let counting = DecodeInterruption { asked.withLock { $0 += 1 }; return false }
-        _ = try DecodeInterruption.$current.withValue(counting) { try CodecCatalogue.shared.decode(jpeg, target: target) }
+        let counted = CheckpointCount()
+        // Never stops: asks to stop at a checkpoint no decode reaches.
+        _ = try DecodeInterruption.$current.withValue(counted.stopping(atCheckpoint: .max)) {
+            try CodecCatalogue.shared.decode(jpeg, target: target)
+        }
         // 872 rows at 1/2 scale in batches of 16 rows, besides the checkpoints around the decode.
-        #expect(asked.withLock { $0 } > 20)
-        asked.withLock { $0 = 0 }
-        let stopping = DecodeInterruption {
-            asked.withLock { count -> Bool in
-                count += 1
-                return count >= 10
+        #expect(counted.asked.withLock { $0 } > 20)
+        let checkpoints = CheckpointCount()
+        #expect(throws: ImageCodecError.interrupted) {
+            try DecodeInterruption.$current.withValue(checkpoints.stopping(atCheckpoint: 10)) {
+                try CodecCatalogue.shared.decode(jpeg, target: target)
             }
         }
-        #expect(throws: ImageCodecError.interrupted) {
-            try DecodeInterruption.$current.withValue(stopping) { try CodecCatalogue.shared.decode(jpeg, target: target) }
-        }
-        #expect(asked.withLock { $0 } == 10)
+        #expect(checkpoints.asked.withLock { $0 } == 10)
         // The next decode of the same bytes is unaffected.
         #expect(try CodecCatalogue.shared.decode(jpeg, target: target).container.dimensions.width == 256)
     }

@@ -13,6 +13,13 @@ private func temporaryTablePath() -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("ipk-table-\(UUID().uuidString).table").path
 }
 
+/// Runs `body` with a new table in a temporary file, removed afterwards.
+private func withTable<T>(side: Int, capacity: Int, _ body: (ImageTable) throws -> T) throws -> T {
+    let path = temporaryTablePath()
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    return try body(try ImageTable(path: path, side: side, capacity: capacity))
+}
+
 @Suite("ImageTable: decoded images in one memory-mapped file (B4)")
 struct ImageTableTests {
     @Test("A stored image comes back as a view of the mapped file, the same pixels, without a copy; and after reopening")
@@ -39,44 +46,42 @@ struct ImageTableTests {
 
     @Test("A full table reuses its least recently hit slot, never one a live view holds")
     func evictionRespectsLeases() throws {
-        let path = temporaryTablePath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let table = try ImageTable(path: path, side: 16, capacity: 2)
-        let a = try patterned(16, 16, seed: 1), b = try patterned(16, 16, seed: 2), c = try patterned(16, 16, seed: 3)
-        #expect(table.store(a, identifier: "a") && table.store(b, identifier: "b"))
-        var heldA = Optional(try #require(table.image(for: "a")))   // a is the more recently hit, and leased
-        _ = table.image(for: "b")   // b is hit later but not held
-        #expect(table.store(c, identifier: "c"))   // replaces b: a is leased
-        #expect(table.image(for: "b") == nil)
-        #expect(heldA?.packedPixels() == a.packedPixels())
-        var heldC = Optional(try #require(table.image(for: "c")))
-        // Both slots leased: nothing can be stored, and what is held stays intact.
-        #expect(!table.store(b, identifier: "b"))
-        #expect(heldA?.packedPixels() == a.packedPixels() && heldC?.packedPixels() == c.packedPixels())
-        heldA = nil
-        heldC = nil
-        // Leases gone: the least recently hit (a, hit before c) goes first.
-        #expect(table.store(b, identifier: "b"))
-        #expect(table.image(for: "a") == nil)
-        #expect(try #require(table.image(for: "c")).packedPixels() == c.packedPixels())
-        #expect(try #require(table.image(for: "b")).packedPixels() == b.packedPixels())
+        try withTable(side: 16, capacity: 2) { table in
+            let a = try patterned(16, 16, seed: 1), b = try patterned(16, 16, seed: 2), c = try patterned(16, 16, seed: 3)
+            #expect(table.store(a, identifier: "a") && table.store(b, identifier: "b"))
+            var heldA = Optional(try #require(table.image(for: "a")))   // a is the more recently hit, and leased
+            _ = table.image(for: "b")   // b is hit later but not held
+            #expect(table.store(c, identifier: "c"))   // replaces b: a is leased
+            #expect(table.image(for: "b") == nil)
+            #expect(heldA?.packedPixels() == a.packedPixels())
+            var heldC = Optional(try #require(table.image(for: "c")))
+            // Both slots leased: nothing can be stored, and what is held stays intact.
+            #expect(!table.store(b, identifier: "b"))
+            #expect(heldA?.packedPixels() == a.packedPixels() && heldC?.packedPixels() == c.packedPixels())
+            heldA = nil
+            heldC = nil
+            // Leases gone: the least recently hit (a, hit before c) goes first.
+            #expect(table.store(b, identifier: "b"))
+            #expect(table.image(for: "a") == nil)
+            #expect(try #require(table.image(for: "c")).packedPixels() == c.packedPixels())
+            #expect(try #require(table.image(for: "b")).packedPixels() == b.packedPixels())
+        }
     }
 
     @Test("Storing an identifier again replaces its image; an oversized image or identifier is refused")
     func replaceAndRefuse() throws {
-        let path = temporaryTablePath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let table = try ImageTable(path: path, side: 32, capacity: 3)
-        #expect(table.store(try patterned(32, 32, seed: 1), identifier: "x"))
-        let held = try #require(table.image(for: "x"))
-        let replacement = try patterned(20, 10, seed: 9)
-        #expect(table.store(replacement, identifier: "x"))   // into another slot: the old one is leased
-        #expect(try #require(table.image(for: "x")).packedPixels() == replacement.packedPixels())
-        #expect(held.size == PixelSize(width: 32, height: 32))
-        #expect(table.count == 1)
-        #expect(!table.store(try patterned(33, 8, seed: 0), identifier: "wide"))
-        #expect(!table.store(replacement, identifier: String(repeating: "i", count: ImageTable.maxIdentifierBytes + 1)))
-        #expect(table.store(replacement, identifier: "../../etc/passwd"))   // identifiers never become paths
+        try withTable(side: 32, capacity: 3) { table in
+            #expect(table.store(try patterned(32, 32, seed: 1), identifier: "x"))
+            let held = try #require(table.image(for: "x"))
+            let replacement = try patterned(20, 10, seed: 9)
+            #expect(table.store(replacement, identifier: "x"))   // into another slot: the old one is leased
+            #expect(try #require(table.image(for: "x")).packedPixels() == replacement.packedPixels())
+            #expect(held.size == PixelSize(width: 32, height: 32))
+            #expect(table.count == 1)
+            #expect(!table.store(try patterned(33, 8, seed: 0), identifier: "wide"))
+            #expect(!table.store(replacement, identifier: String(repeating: "i", count: ImageTable.maxIdentifierBytes + 1)))
+            #expect(table.store(replacement, identifier: "../../etc/passwd"))   // identifiers never become paths
+        }
     }
 
     @Test("A slot whose pixels changed behind the table's back (a torn write) is dropped on its first hit, never shown")

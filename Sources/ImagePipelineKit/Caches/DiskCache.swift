@@ -117,11 +117,7 @@ public final class DiskCache: @unchecked Sendable {
     public func completeEntryInfo(for identifier: String, now: Date = Date()) -> DiskCacheEntryInfo? {
         pool.withLock {
             let key = EntryKey(identifier: identifier, partial: false)
-            guard let row = try? _locked_row(key) else { return nil }
-            if now.timeIntervalSince(row.lastAccess) > row.ttl {
-                _locked_delete(key)
-                return nil
-            }
+            guard let row = _locked_unexpiredRow(key, now: now) else { return nil }
             if row.updatesExpiry { _locked_touch(key, at: now) }
             return DiskCacheEntryInfo(identifier: identifier, isPartial: false, url: row.url,
                                       dimensions: row.dimensions ?? PixelSize(width: 0, height: 0), bytes: row.bytes,
@@ -318,13 +314,19 @@ public final class DiskCache: @unchecked Sendable {
                    inode: UInt64(bitPattern: Int64(statement.int(12))))
     }
 
-    /// The row and bytes of `key`, or nil (absent, expired, or not matching its file: then deleted).
-    private func _locked_read(_ key: EntryKey, now: Date, touch: Bool = true) -> (Row, Data)? {
+    /// The row of `key`, or nil when there is none or it expired (then deleted).
+    private func _locked_unexpiredRow(_ key: EntryKey, now: Date) -> Row? {
         guard let row = try? _locked_row(key) else { return nil }
-        if now.timeIntervalSince(row.lastAccess) > row.ttl {
+        guard now.timeIntervalSince(row.lastAccess) <= row.ttl else {
             _locked_delete(key)
             return nil
         }
+        return row
+    }
+
+    /// The row and bytes of `key`, or nil (absent, expired, or not matching its file: then deleted).
+    private func _locked_read(_ key: EntryKey, now: Date, touch: Bool = true) -> (Row, Data)? {
+        guard let row = _locked_unexpiredRow(key, now: now) else { return nil }
         let file: (data: Data, inode: UInt64)
         do {
             file = try fileSystem.read(path(fileName(key)))

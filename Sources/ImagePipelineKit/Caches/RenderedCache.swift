@@ -89,7 +89,7 @@ public final class RenderedCache: Sendable {
     /// Only targets with positive dimensions and a scaling content mode are looked up (TIP: a center-mode
     /// or untargeted fetch always goes on to the memory cache). A hit becomes the most recent rendition.
     public func image(for identifier: String, target: TargetSizing, transformerIdentifier: String? = nil) -> RenderedImage? {
-        guard let dimensions = target.dimensions, !dimensions.isEmpty, target.contentMode != .center else { return nil }
+        guard target.scalesToTarget else { return nil }
         return pool.access(owner: owner, key: identifier) { (collection: inout RenderedCollection) -> RenderedImage? in
             collection.takeFirst { $0.transformerIdentifier == transformerIdentifier && target.isSatisfied(by: $0.dimensions) }
         }

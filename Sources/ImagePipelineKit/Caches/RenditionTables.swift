@@ -75,20 +75,22 @@ struct RenditionKey: Hashable {
     /// The key for `request`'s rendition of the cached image of `url` (`dimensions`, `byteCount` bytes); `nil`
     /// when the request's renditions are never kept (see ``RenditionTables``).
     init?(request: any FetchRequest, identifier: String, url: URL, dimensions: PixelSize, byteCount: Int) {
-        guard let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center,
-              !request.options.contains(.treatAsPlaceholder), !request.options.contains(.skipStoringToRenderedCache)
-        else { return nil }
-        var transformer = "-"
-        if let requested = request.transformer {
-            guard let name = requested.identifier else { return nil }
-            transformer = "t" + name
-        }
+        guard Self.keepsRenditions(of: request), let target = request.targetSizing.dimensions else { return nil }
+        let transformer = request.transformer?.identifier.map { "t" + $0 } ?? "-"
         let orientation = request.decoderConfiguration.appliesOrientation ? "o" : "r"
         text = Self.prefix(for: identifier) + "\(url.absoluteString)|\(dimensions.width)x\(dimensions.height)|\(byteCount)|"
             + "\(target.width)x\(target.height)|\(request.targetSizing.contentMode.rawValue)|\(orientation)|\(transformer)"
     }
 
     private init(text: String) { self.text = text }
+
+    /// Whether `request`'s renditions are kept at all: a positive target with a scaling mode, not a placeholder
+    /// nor kept out of the rendered cache, and no transformer without an identifier.
+    static func keepsRenditions(of request: any FetchRequest) -> Bool {
+        request.targetSizing.scalesToTarget && !request.options.contains(.treatAsPlaceholder)
+            && !request.options.contains(.skipStoringToRenderedCache)
+            && (request.transformer == nil || request.transformer?.identifier != nil)
+    }
 
     /// The key of the first frame of the animation this key names.
     var firstFrame: RenditionKey { RenditionKey(text: text + "|first-frame") }

@@ -23,9 +23,6 @@ public struct FetchMetrics: Sendable {
         public var result: Result
         /// The fetch was cancelled while this source was being tried.
         public var wasCancelled: Bool
-    /// The fetch was cancelled while it decoded, and its decode stopped at a checkpoint before the end
-    /// (``DecodeInterruption``).
-    public var decodeWasInterrupted = false
         /// Seconds from trying the source to its answer (or to the end of the fetch).
         public var loadDuration: TimeInterval
         /// The image came from the rendered cache before ``ImagePipeline/fetchImage(with:)`` returned (b3).

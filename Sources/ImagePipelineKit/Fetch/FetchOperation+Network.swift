@@ -115,11 +115,9 @@ extension FetchOperation {
         image.imageWasTransformed = transformed
         _queue_storeRendered(finalImage, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
                              transformed: transformed)
-        let keepRendition: @Sendable () -> Void = { [self] in
-            guard !isPlaceholder else { return }
-            _queue_keepRendition(finalImage, of: request.url, dimensions: decoded.properties.dimensions,
-                                 byteCount: result.data.count, transformed: transformed)
-        }
+        let keepRendition = _queue_renditionKeeper(finalImage, of: request.url, dimensions: decoded.properties.dimensions,
+                                                   byteCount: result.data.count, transformed: transformed,
+                                                   isPlaceholder: isPlaceholder)
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
         guard result.isOwner else { return _queue_succeed(image, percolate: keepRendition) }
         // New bytes for the identifier: renditions of what it was before go (a changed image can come back with
@@ -135,7 +133,7 @@ extension FetchOperation {
         _queue_succeed(image) { [self] in
             defer {
                 stored()
-                keepRendition()
+                keepRendition?()
             }
             let onDisk = pipeline.diskCache?.storeComplete(cached, identifier: identifier) ?? false
             if inMemory || onDisk {

@@ -68,7 +68,9 @@ extension FetchOperation {
         metricsRecorder.begin(.diskCache)
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: .diskCache) }
         // With rendition tables, the index alone says which image is cached; its rendition needs no file read.
-        if pipeline.renditionTables != nil, let info = disk.completeEntryInfo(for: identifier), info.url == request.url,
+        // (Only asked for requests whose renditions are kept: any other pays one index lookup, not two.)
+        if pipeline.renditionTables != nil, RenditionKey.keepsRenditions(of: request),
+           let info = disk.completeEntryInfo(for: identifier), info.url == request.url,
            _queue_showRendition(of: info.url, dimensions: info.dimensions, byteCount: info.bytes,
                                 isPlaceholder: info.isPlaceholder, source: .diskCache) == .final { return }
         let entry = disk.entry(for: identifier)
@@ -215,13 +217,10 @@ extension FetchOperation {
                                      originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
                                      identifier: identifier)
             result.imageWasTransformed = transformed
-            // The operation reports finished once the rendition is kept; without tables, no extra step.
-            guard pipeline.renditionTables != nil, !cached.isPlaceholder else { return _queue_succeed(result) }
-            let finalImage = image
-            _queue_succeed(result) { [self] in
-                _queue_keepRendition(finalImage, of: cached.url, dimensions: cached.dimensions,
-                                     byteCount: cached.data.count, transformed: transformed)
-            }
+            // The operation reports finished once the rendition is kept.
+            _queue_succeed(result, percolate: _queue_renditionKeeper(image, of: cached.url, dimensions: cached.dimensions,
+                                                                     byteCount: cached.data.count, transformed: transformed,
+                                                                     isPlaceholder: cached.isPlaceholder))
         }
     }
 
@@ -269,15 +268,16 @@ extension FetchOperation {
         return .final
     }
 
-    /// Keeps a final image decoded from the cached or downloaded image of `url` in the rendition tables (an
-    /// animation's first frame only). Not when the request's transformer left the image as it was: the key
-    /// would claim it transformed.
-    func _queue_keepRendition(_ image: ImageContainer, of url: URL, dimensions: PixelSize, byteCount: Int,
-                              transformed: Bool) {
-        guard let tables = pipeline.renditionTables, transformed == (request.transformer != nil),
+    /// The step, run after the final callback, that keeps a final image decoded from the cached or downloaded
+    /// image of `url` in the rendition tables (an animation's first frame only); `nil`, so that the fetch takes
+    /// no extra step, when there is nothing to keep: no tables, a placeholder, a request whose renditions are
+    /// never kept, or a transformer that left the image as it was (the key would claim it transformed).
+    func _queue_renditionKeeper(_ image: ImageContainer, of url: URL, dimensions: PixelSize, byteCount: Int,
+                                transformed: Bool, isPlaceholder: Bool) -> (@Sendable () -> Void)? {
+        guard !isPlaceholder, let tables = pipeline.renditionTables, transformed == (request.transformer != nil),
               let key = RenditionKey(request: request, identifier: identifier, url: url, dimensions: dimensions,
-                                     byteCount: byteCount) else { return }
-        tables.store(image.bitmap, key: image.isAnimated ? key.firstFrame : key)
+                                     byteCount: byteCount) else { return nil }
+        return { tables.store(image.bitmap, key: image.isAnimated ? key.firstFrame : key) }
     }
 
     /// Takes a partial image to resume, when the request allows resuming. True when adopted.
@@ -336,8 +336,7 @@ extension FetchOperation {
     /// Keeps a delivered image in the rendered cache (b9): not for placeholders, untargeted or centered
     /// requests, or images transformed by a transformer without an identifier.
     func _queue_storeRendered(_ image: ImageContainer, sourceDimensions: PixelSize, isPlaceholder: Bool, transformed: Bool = false) {
-        guard !request.options.contains(.skipStoringToRenderedCache), !isPlaceholder,
-              let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center
+        guard !request.options.contains(.skipStoringToRenderedCache), !isPlaceholder, request.targetSizing.scalesToTarget
         else { return }
         let transformerIdentifier = transformed ? request.transformer?.identifier : nil
         guard !transformed || transformerIdentifier != nil else { return }

@@ -59,22 +59,34 @@ extension ImagePipeline {
     /// the request may not read the rendered cache or it holds no such rendition (then a rendered-layer miss
     /// in the metrics when `countingMiss`).
     func renderedResult(for request: any FetchRequest, countingMiss: Bool = false) -> (result: FetchResult, isDirty: Bool)? {
-        let identifier = request.resolvedIdentifier
-        // A transformer without an identifier never reads the rendered cache (a6, b3).
-        guard request.loadingSources.contains(.memoryCache), !identifier.isEmpty,
-              request.transformer == nil || request.transformer?.identifier != nil,
-              let target = request.targetSizing.dimensions, !target.isEmpty, request.targetSizing.contentMode != .center
-        else { return nil }
-        let transformerIdentifier = request.transformer?.identifier
-        guard let hit = renderedCache.image(for: identifier, target: request.targetSizing,
-                                            transformerIdentifier: transformerIdentifier) else {
-            if countingMiss { configuration.recordRenderedMiss(of: self.identifier) }
+        guard let lookup = RenderedLookup(request) else { return nil }
+        guard let hit = renderedCache.image(for: lookup.identifier, target: lookup.target,
+                                            transformerIdentifier: lookup.transformerIdentifier) else {
+            if countingMiss { configuration.recordRenderedMiss(of: identifier) }
             return nil
         }
         var result = FetchResult(image: hit.image, source: .memoryCache, url: request.url,
-                                 originalDimensions: hit.sourceDimensions, isPlaceholder: false, identifier: identifier)
-        result.imageWasTransformed = transformerIdentifier != nil
+                                 originalDimensions: hit.sourceDimensions, isPlaceholder: false, identifier: lookup.identifier)
+        result.imageWasTransformed = lookup.transformerIdentifier != nil
         return (result, hit.isDirty)
+    }
+}
+
+/// What a request's rendered-cache lookup matches on (b3): identifier, target sizing and transformer.
+struct RenderedLookup: Hashable, Sendable {
+    var identifier: String
+    var target: TargetSizing
+    var transformerIdentifier: String?
+
+    /// `nil` when `request` may not read the rendered cache: the memory source not allowed, no identifier, no
+    /// positive target with a scaling mode, or a transformer without an identifier (a6).
+    init?(_ request: any FetchRequest) {
+        let identifier = request.resolvedIdentifier
+        guard request.loadingSources.contains(.memoryCache), !identifier.isEmpty, request.targetSizing.scalesToTarget,
+              request.transformer == nil || request.transformer?.identifier != nil else { return nil }
+        self.identifier = identifier
+        target = request.targetSizing
+        transformerIdentifier = request.transformer?.identifier
     }
 }
 

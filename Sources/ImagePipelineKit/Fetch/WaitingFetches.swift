@@ -9,32 +9,17 @@ import PipelineLocking
 /// to it: a turn of the queue per fetch, a few hundred microseconds apart on a busy machine. A pipeline owns
 /// one; only fetches that may read the rendered cache are listed.
 final class WaitingFetches: Sendable {
-    /// What a rendered-cache lookup matches on.
-    struct Key: Hashable, Sendable {
-        var identifier: String
-        var target: TargetSizing
-        var transformerIdentifier: String?
-    }
-
-    private let waiting = Locked<[Key: [ObjectIdentifier: FetchOperation]]>([:])
-
-    static func key(for request: any FetchRequest) -> Key? {
-        guard request.loadingSources.contains(.memoryCache), let target = request.targetSizing.dimensions, !target.isEmpty,
-              request.targetSizing.contentMode != .center,
-              request.transformer == nil || request.transformer?.identifier != nil else { return nil }
-        return Key(identifier: request.resolvedIdentifier, target: request.targetSizing,
-                   transformerIdentifier: request.transformer?.identifier)
-    }
+    private let waiting = Locked<[RenderedLookup: [ObjectIdentifier: FetchOperation]]>([:])
 
     /// Lists `operation` until it starts (``remove(_:)``) or is answered.
     func add(_ operation: FetchOperation) {
-        guard let key = Self.key(for: operation.request) else { return }
+        guard let key = RenderedLookup(operation.request) else { return }
         waiting.withLock { $0[key, default: [:]][ObjectIdentifier(operation)] = operation }
     }
 
     /// Takes `operation` off the list: it started.
     func remove(_ operation: FetchOperation) {
-        guard let key = Self.key(for: operation.request) else { return }
+        guard let key = RenderedLookup(operation.request) else { return }
         waiting.withLock { waiting in
             waiting[key]?[ObjectIdentifier(operation)] = nil
             if waiting[key]?.isEmpty == true { waiting[key] = nil }
@@ -43,7 +28,7 @@ final class WaitingFetches: Sendable {
 
     /// Takes every fetch waiting for `request`'s rendition off the list.
     func take(waitingFor request: any FetchRequest) -> [FetchOperation] {
-        guard let key = Self.key(for: request),
+        guard let key = RenderedLookup(request),
               let operations = waiting.withLock({ $0.removeValue(forKey: key) }) else { return [] }
         return Array(operations.values)
     }

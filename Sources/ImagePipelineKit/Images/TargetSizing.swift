@@ -28,6 +28,13 @@ public struct TargetSizing: Hashable, Sendable {
     /// No target: decode at the image's own size.
     public static let original = TargetSizing()
 
+    /// A positive target with a scaling content mode: what renditions (rendered cache, rendition tables) are
+    /// made for. Untargeted and ``ContentMode/center`` sizings keep the source's size.
+    var scalesToTarget: Bool {
+        guard let dimensions, !dimensions.isEmpty else { return false }
+        return contentMode != .center
+    }
+
     /// The dimensions an image of `source` size ends up with under this sizing.
     ///
     /// A missing or non-positive target, or ``ContentMode/center``, leaves `source` unchanged.
