@@ -33,6 +33,8 @@ final class ConventionalLoader: ImageDownloadDelegate {
         guard error == nil else { return }
         let data = received.withLock { $0 }
         mainQueue.async { [cell] in
+            let began = threadCPUTime()
+            defer { cell.stats.conventionalWork += threadCPUTime() - began }
             // The naive part, on purpose: decoding and scaling on the main queue.
             let target = TargetSizing(dimensions: cell.displaySize, contentMode: .fill)
             guard let full = try? CodecCatalogue.shared.decode(data).container,

@@ -63,7 +63,7 @@ struct ScrollCommand: AsyncParsableCommand {
                                valueName: "FILE.png"))
     var snapshot: String?
 
-    @Option(help: ArgumentHelp("Write a plot of main-queue time per frame and images completed over time: PNG or SVG, by the file's extension.",
+    @Option(help: ArgumentHelp("Write a plot of frame latency (vsync to frame done) and images completed over time: PNG or SVG, by the file's extension.",
                                valueName: "FILE.png|FILE.svg"))
     var timeline: String?
 
@@ -202,6 +202,7 @@ struct ScrollCommand: AsyncParsableCommand {
         // User-interactive, as a UI's main thread is: libdispatch on Linux runs it at a lower nice value than
         // the pipeline's utility work.
         let mainQueue = DispatchQueue(label: "sample-cli.scroll.main", qos: .userInteractive)
+        DelegateQueueDiagnostics.measuresWork = true
         configuration.delegateQueue = mainQueue
         let imageDownloader: any ImageDownloader = switch downloader {
         case .urlsession: URLSessionDownloader()

@@ -39,7 +39,7 @@ enum ScrollPictures {
         return try CodecCatalogue.shared.encode(ImageContainer(bitmap: canvas), as: .png)
     }
 
-    /// An SVG of the run: main-queue time per frame (bars, with the frame budget as a line) and images
+    /// An SVG of the run: frame latency, vsync to frame done (bars, with the frame budget as a line) and images
     /// completed so far (a line, right axis).
     static func timeline(busyMs: [Double], budgetMs: Double, imagesCompleted: [Int]) -> String {
         let width = 900.0, height = 300.0, margin = 40.0
@@ -53,7 +53,7 @@ enum ScrollPictures {
         var svg = """
             <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" font-family="sans-serif" font-size="11">
             <rect width="100%" height="100%" fill="white"/>
-            <text x="\(margin)" y="16">main-queue time per frame (bars, ms; red: budget \(String(format: "%.2f", budgetMs)) ms) and images completed (blue line)</text>
+            <text x="\(margin)" y="16">frame latency, vsync to frame done (bars, ms; red: budget \(String(format: "%.2f", budgetMs)) ms) and images completed (blue line)</text>
 
             """
         for (frame, ms) in busyMs.enumerated() {

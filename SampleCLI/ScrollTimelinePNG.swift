@@ -2,8 +2,8 @@ import Foundation
 import ImagePipelineKit
 
 extension ScrollPictures {
-    /// The timeline as a PNG, the same plot as ``timeline(busyMs:budgetMs:imagesCompleted:)``: main-queue time
-    /// per frame (grey bars, red over the budget), the budget (dashed red line) and images completed so far
+    /// The timeline as a PNG, the same plot as ``timeline(busyMs:budgetMs:imagesCompleted:)``: frame latency,
+    /// vsync to frame done (grey bars, red over the budget), the budget (dashed red line) and images completed so far
     /// (blue line, right axis). Drawn into a bitmap and encoded by our PNG encoder; labels use a small pixel
     /// font of digits and a few letters, so no font library is needed.
     static func timelinePNG(busyMs: [Double], budgetMs: Double, imagesCompleted: [Int]) throws -> Data {

@@ -20,6 +20,9 @@ struct ScrollCommandTests {
         #expect(run.stdout.contains("decode/scale/disk on the main queue") && run.stdout.contains("none (checked)"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: report)) as? [String: Any])
         #expect(object["frames"] as? Int == 300 && object["mainQueueViolations"] as? Int == 0)
+        let work = try #require(object["mainThreadWorkMsPerFrame"] as? [String: Double])
+        let latency = try #require(object["frameLatencyMs"] as? [String: Double])
+        #expect((work["p50"] ?? 0) > 0 && (work["p99"] ?? 0) >= (work["p50"] ?? 0) && (latency["p99"] ?? 0) > 0)
         let sources = try #require(object["finalImagesBySource"] as? [String: Int])
         // The first screens load from the network; scrolling back shows the same cells again from the caches.
         #expect((sources["network"] ?? 0) > 0, "\(sources)")
@@ -45,6 +48,11 @@ struct ScrollCommandTests {
         #expect((object["conventional"]?["mainQueueViolations"] as? Int ?? 0) > 0)
         #expect(object["pipeline"]?["mainQueueViolations"] as? Int == 0)
         #expect((object["conventional"]?["finalImagesBySource"] as? [String: Int])?.keys.sorted() == ["network"])
+        // Main-thread work counts the conventional run's decodes on the main queue: it is the heavier of the two.
+        func mainThreadWork(_ run: String) -> Double {
+            (object[run]?["mainThreadWorkMsPerFrame"] as? [String: Double])?["p99"] ?? -1
+        }
+        #expect(mainThreadWork("conventional") > mainThreadWork("pipeline") && mainThreadWork("pipeline") > 0)
     }
 
     @Test("--origin loads the cells from a list of URLs (here a server of the bundled images' directory)")

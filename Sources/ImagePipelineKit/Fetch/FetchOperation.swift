@@ -204,11 +204,13 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         }
         guard isFirst else { return }
         pipeline.configuration.delegateQueue.async { [self] in
-            let batch = pendingDelegateWork.withLock { pending -> [@Sendable () -> Void] in
-                defer { pending = [] }
-                return pending
+            DelegateQueueDiagnostics.delegateTurn {
+                let batch = pendingDelegateWork.withLock { pending -> [@Sendable () -> Void] in
+                    defer { pending = [] }
+                    return pending
+                }
+                for work in batch { work() }
             }
-            for work in batch { work() }
         }
     }
 

@@ -73,8 +73,10 @@ extension ImagePipeline {
     func announceStore(_ info: StoredImageInfo) {
         for observer in currentObservers { observer.imagePipeline(self, didStore: info) }
         configuration.delegateQueue.async { [self] in
-            NotificationCenter.default.post(
-                name: Self.didStoreCachedImageNotification, object: self, userInfo: [StoredImageInfo.userInfoKey: info])
+            DelegateQueueDiagnostics.delegateTurn {
+                NotificationCenter.default.post(
+                    name: Self.didStoreCachedImageNotification, object: self, userInfo: [StoredImageInfo.userInfoKey: info])
+            }
         }
     }
 }

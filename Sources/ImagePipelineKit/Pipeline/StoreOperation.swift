@@ -75,7 +75,7 @@ public final class StoreOperation: Operation, @unchecked Sendable {
         guard let completion else { return lifecycle.finish(self) }
         // The completion is delivered before the operation reports finished, so dependents see its effects.
         pipeline.configuration.delegateQueue.async { [self] in
-            completion(self, succeeded, error)
+            DelegateQueueDiagnostics.delegateTurn { completion(self, succeeded, error) }
             lifecycle.finish(self)
         }
     }
