@@ -81,6 +81,7 @@ static inline uint8_t ipk_clamp8(int32_t v) {
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
+IPK_VECTOR_CLONES
 int ipk_resample_rgba_premultiplied(const uint8_t *src, int src_w, int src_h, size_t src_stride,
                                     uint8_t *dst, int dst_w, int dst_h, size_t dst_stride) {
     if (src_w < 1 || src_h < 1 || dst_w < 1 || dst_h < 1) return -1;

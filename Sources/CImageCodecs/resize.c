@@ -49,6 +49,7 @@ static void ipk_bilinear_row(const uint8_t *row, int src_w, int dst_w, const int
     }
 }
 
+IPK_VECTOR_CLONES
 int ipk_upscale_bilinear_rgba(const uint8_t *src, int src_w, int src_h, size_t src_stride,
                               uint8_t *dst, int dst_w, int dst_h, size_t dst_stride) {
     if (src_w < 1 || src_h < 1 || dst_w < src_w || dst_h < src_h) return -1;
