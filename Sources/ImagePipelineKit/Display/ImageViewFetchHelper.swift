@@ -30,7 +30,13 @@ public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
     public var disappearanceBehavior = DisappearanceBehavior.unload
 
     /// The current source, if any.
-    public private(set) var source: Source?
+    public private(set) var source: Source? {
+        didSet { watchedIdentifier = request?.resolvedIdentifier }
+    }
+    /// The identifier the pipeline wakes this helper for when it is stored: the current request's.
+    private var watchedIdentifier: String? {
+        didSet { pipeline.storedImageWatchers.move(self, from: oldValue, to: watchedIdentifier) }
+    }
     /// The fetch in progress, or the last one.
     public private(set) var operation: FetchOperation?
     /// Download progress of the current fetch.
@@ -57,14 +63,10 @@ public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
     public init(view: any ImageDisplaying, pipeline: ImagePipeline) {
         self.view = view
         self.pipeline = pipeline
-        let center = NotificationCenter.default
-        // Both notifications are posted on the delegate queue (`announceStore` and `retryAllFailedLoads`).
-        observers.append(center.addObserver(forName: ImagePipeline.didStoreCachedImageNotification, object: pipeline,
-                                            queue: nil) { [weak self] note in
-            guard let info = StoredImageInfo(notification: note) else { return }
-            self?.delegateQueue_imageWasStored(info)
-        })
-        observers.append(center.addObserver(forName: Self.retryFailedLoadsNotification, object: nil, queue: nil) { [weak self] _ in
+        // Posted on the delegate queue (`retryAllFailedLoads`). Stores reach the helper through the pipeline's
+        // `storedImageWatchers`, by identifier.
+        observers.append(NotificationCenter.default.addObserver(forName: Self.retryFailedLoadsNotification, object: nil,
+                                                                queue: nil) { [weak self] _ in
             guard let self, didFail, isVisible else { return }
             reload()
         })
@@ -72,6 +74,7 @@ public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
 
     deinit {
         observers.forEach(NotificationCenter.default.removeObserver)
+        pipeline.storedImageWatchers.move(self, from: watchedIdentifier, to: nil)
         operation?.cancelAndDiscardDelegate()
     }
 
@@ -202,7 +205,8 @@ public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
 
     // MARK: - Stored images
 
-    private func delegateQueue_imageWasStored(_ info: StoredImageInfo) {
+    /// The pipeline stored an image with the identifier this helper watches (called by `announceStore`).
+    func delegateQueue_imageWasStored(_ info: StoredImageInfo) {
         guard !isLoading, let request, info.identifier == request.resolvedIdentifier else { return }
         let viewIsEmpty = view?.displayedImage == nil
         let upgradesPlaceholder = isShowingPlaceholder && !info.isPlaceholder

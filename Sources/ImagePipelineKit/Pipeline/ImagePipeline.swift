@@ -32,6 +32,8 @@ public final class ImagePipeline: Sendable {
     let sharedDecodes = SharedDecodes()
     /// Fetches in the operation queue that a rendition made by another fetch can answer at once.
     let waitingFetches = WaitingFetches()
+    /// Fetch helpers to wake when the image they show is stored.
+    let storedImageWatchers = StoredImageWatchers()
     private let ownObserver = Locked<(any ImagePipelineObserver)?>(nil)
     private let extraCaches = Locked<[any AdditionalImageCache]>([])
     private let openedTables = Locked<RenditionTables?>(nil)

@@ -69,13 +69,17 @@ extension ImagePipeline {
         configuration.observers + (observer.map { [$0] } ?? [])
     }
 
-    /// Tells the observers (on this thread) and posts ``didStoreCachedImageNotification`` (on the delegate queue).
+    /// Tells the observers (on this thread); on the delegate queue, posts ``didStoreCachedImageNotification``
+    /// and wakes the fetch helpers showing that image.
     func announceStore(_ info: StoredImageInfo) {
         for observer in currentObservers { observer.imagePipeline(self, didStore: info) }
         configuration.delegateQueue.async { [self] in
             DelegateQueueDiagnostics.delegateTurn {
                 NotificationCenter.default.post(
                     name: Self.didStoreCachedImageNotification, object: self, userInfo: [StoredImageInfo.userInfoKey: info])
+                for helper in storedImageWatchers.helpers(watching: info.identifier) {
+                    helper.delegateQueue_imageWasStored(info)
+                }
             }
         }
     }
