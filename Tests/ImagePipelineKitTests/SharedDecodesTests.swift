@@ -125,4 +125,24 @@ struct SharedDecodesTests {
         #expect((try later?.get()) != nil)
         #expect(decoder.calls.withLock { $0 } == 2)
     }
+
+    @Test("A held image goes to callers of equal bytes after the decode ended, until its decoder releases it")
+    func heldUntilReleased() throws {
+        let table = SharedDecodes(), decoder = GatedDecoder(gateFirst: false)
+        let own = table.decode(png, key: key(png), holdingUntilReleased: true, using: { try decoder.decode(png) }) { _ in
+            Issue.record("the first caller joined")
+        }
+        let image = try #require(try own?.get())
+        // Equal bytes in other storage take the held image: no second decode.
+        let late = table.decode(Data(Array(png)), key: key(png), using: { try decoder.decode(png) }) { _ in
+            Issue.record("a late caller waited")
+        }
+        #expect(try late?.get().container.frames[0].bitmap === image.container.frames[0].bitmap)
+        #expect(decoder.calls.withLock { $0 } == 1)
+        // Once released, a caller decodes again.
+        table.release(key(png))
+        let afterRelease = table.decode(png, key: key(png), using: { try decoder.decode(png) }) { _ in Issue.record("joined") }
+        #expect((try afterRelease?.get()) != nil)
+        #expect(decoder.calls.withLock { $0 } == 2)
+    }
 }

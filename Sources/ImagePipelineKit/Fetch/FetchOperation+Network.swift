@@ -80,6 +80,12 @@ extension FetchOperation {
             // A fetch cancelled as its last bytes came in (its cell scrolled off, say) does not decode them
             // (TIP's abort check before every step).
             guard !_queue_abortIfNeeded() else { return stored() }
+            // A fetch that got the bytes after the decode another fetch made of them ended (a download stays
+            // joinable until stored; the decode's image is held until it is in the rendered cache) takes it from
+            // there rather than decoding again. The owner always decodes: it stores what the decode tells.
+            if !result.isOwner, let (rendered, isDirty) = pipeline.renderedResult(for: request), !isDirty {
+                return _queue_networkSucceeded(result, rendered: rendered)
+            }
             // Fetches that shared the download share its decode too.
             _queue_decodeShared(result.data, ifAborted: stored) { [self] outcome in
                 switch outcome {
@@ -95,17 +101,30 @@ extension FetchOperation {
         }
     }
 
+    /// Metrics and observers hear of a downloaded image.
+    private func _queue_noteNetworkImage(_ result: NetworkLoadResult, type: ImageType?, dimensions: PixelSize) {
+        if let type { metricsRecorder.noteNetworkImage(bytes: result.data.count, type: type, dimensions: dimensions) }
+        for observer in pipeline.currentObservers {
+            observer.imagePipeline(pipeline, didFinishDownloadingImageAt: request.url, imageType: type,
+                                   sizeInBytes: result.data.count, dimensions: dimensions, wasResumed: result.wasResumed)
+        }
+    }
+
+    /// A shared download's bytes whose image another fetch already decoded into the rendered cache (not the
+    /// owner's: nothing to store).
+    private func _queue_networkSucceeded(_ result: NetworkLoadResult, rendered: FetchResult) {
+        _queue_noteNetworkImage(result, type: ImageType.detect(magicNumbersOf: result.data),
+                                dimensions: rendered.originalDimensions)
+        var image = rendered
+        image.source = result.wasResumed ? .networkResumed : .network
+        _queue_succeed(image)
+    }
+
     private func _queue_networkSucceeded(_ result: NetworkLoadResult, decoded: DecodedImage,
                                          whenStored stored: @escaping @Sendable () -> Void) {
         let source: ImageLoadSource = result.wasResumed ? .networkResumed : .network
-        metricsRecorder.noteNetworkImage(bytes: result.data.count, type: decoded.properties.type,
-                                         dimensions: decoded.properties.dimensions)
+        _queue_noteNetworkImage(result, type: decoded.properties.type, dimensions: decoded.properties.dimensions)
         let isPlaceholder = request.options.contains(.treatAsPlaceholder)
-        for observer in pipeline.currentObservers {
-            observer.imagePipeline(pipeline, didFinishDownloadingImageAt: request.url, imageType: decoded.properties.type,
-                                   sizeInBytes: result.data.count, dimensions: decoded.properties.dimensions,
-                                   wasResumed: result.wasResumed)
-        }
         let (finalImage, transformed) = _queue_transform(decoded.container, progress: 1)
         var image = FetchResult(image: finalImage, source: source, url: request.url,
                                 originalDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,

@@ -313,7 +313,9 @@ extension FetchOperation {
         let interruption = DecodeInterruption { [weak self] in
             (self?.isCancelled ?? true) && !decodes.hasWaiters(key)
         }
-        let own = decodes.decode(data, key: key, using: { try _queue_decode(data, interruption: interruption) }) { [self] outcome in
+        // The image is held for fetches that get these bytes before `body` puts it in the rendered cache.
+        let own = decodes.decode(data, key: key, holdingUntilReleased: true,
+                                 using: { try _queue_decode(data, interruption: interruption) }) { [self] outcome in
             queue.async { [self] in
                 guard !_queue_abortIfNeeded() else { return aborted?() ?? () }
                 if Self.wasInterrupted(outcome) { return _queue_decodeShared(data, ifAborted: aborted, then: body) }
@@ -321,6 +323,7 @@ extension FetchOperation {
             }
         }
         guard let own else { return }
+        defer { decodes.release(key) }
         if Self.wasInterrupted(own) {
             metricsRecorder.noteDecodeInterrupted()
             if _queue_abortIfNeeded() { return aborted?() ?? () }

@@ -6,7 +6,10 @@ import PipelineLocking
 ///
 /// The first fetch to ask decodes on its own queue; a fetch that asks while that decode runs, for equal bytes
 /// under an equal key, waits for its outcome instead of decoding again. A fetch that comes after the decode
-/// ended decodes on its own: the rendered cache, not this table, keeps results.
+/// ended decodes on its own: the rendered cache, not this table, keeps results. Between the two, a decoder that
+/// asks to hold its image (`holdingUntilReleased`) keeps it here until it has put it in the rendered cache and
+/// calls ``release(_:)``: a fetch that got the same bytes in that window (a download stays joinable until its
+/// image is stored) takes it instead of decoding again (B13 saw a second decode in some rounds).
 final class SharedDecodes: Sendable {
     typealias Outcome = Result<DecodedImage, any Error>
 
@@ -23,6 +26,8 @@ final class SharedDecodes: Sendable {
         var token: UInt64
         var data: Data
         var waiters: [@Sendable (Outcome) -> Void] = []
+        /// The finished decode's image, held for late callers until its decoder releases it.
+        var held: Outcome?
     }
 
     private struct State {
@@ -41,39 +46,71 @@ final class SharedDecodes: Sendable {
     /// Decodes `data` with `decode` on the calling thread and returns the outcome; or, when a decode of equal
     /// bytes under `key` is running on another thread, returns `nil` at once and later calls `joined` with that
     /// decode's outcome, on that decode's thread (hop to your own queue from there).
-    func decode(_ data: Data, key: Key, using decode: () throws -> DecodedImage,
+    /// With `holdingUntilReleased`, an own decode's image stays for later callers of equal bytes until
+    /// ``release(_:)`` (a failed or interrupted decode is never held).
+    func decode(_ data: Data, key: Key, holdingUntilReleased: Bool = false, using decode: () throws -> DecodedImage,
                 joined: @escaping @Sendable (Outcome) -> Void) -> Outcome? {
         enum Step {
             case own(token: UInt64)
             case join(token: UInt64, data: Data)
+            case held(Outcome, data: Data)
         }
         let step = state.withLock { state -> Step in
-            if let running = state.running[key] { return .join(token: running.token, data: running.data) }
+            if let running = state.running[key] {
+                if let held = running.held { return .held(held, data: running.data) }
+                return .join(token: running.token, data: running.data)
+            }
             state.lastToken += 1
             state.running[key] = Running(token: state.lastToken, data: data)
             return .own(token: state.lastToken)
         }
         switch step {
+        case .held(let outcome, let heldData):
+            return heldData == data ? outcome : Outcome { try decode() }
         case .join(let token, let runningData):
             // Compared outside the lock: a few microseconds for a large image, against milliseconds of decoding.
-            if runningData == data, state.withLock({ state -> Bool in
-                guard state.running[key]?.token == token else { return false }   // it just ended
-                state.running[key]?.waiters.append(joined)
-                return true
-            }) {
-                return nil
+            guard runningData == data else { return Outcome { try decode() } }
+            enum Joined {
+                case waiting
+                case held(Outcome)
+                case ended
             }
-            return Outcome { try decode() }
+            let joinedStep = state.withLock { state -> Joined in
+                guard let running = state.running[key], running.token == token else { return .ended }
+                // It finished while the bytes were compared: its waiters were called already.
+                if let held = running.held { return .held(held) }
+                state.running[key]?.waiters.append(joined)
+                return .waiting
+            }
+            switch joinedStep {
+            case .waiting: return nil
+            case .held(let outcome): return outcome
+            case .ended: return Outcome { try decode() }
+            }
         case .own(let token):
             let outcome = Outcome { try decode() }
             let waiters = state.withLock { state -> [@Sendable (Outcome) -> Void] in
-                guard let running = state.running[key], running.token == token else { return [] }
-                state.running[key] = nil
-                return running.waiters
+                guard var running = state.running[key], running.token == token else { return [] }
+                let waiters = running.waiters
+                if holdingUntilReleased, (try? outcome.get()) != nil {
+                    running.waiters = []
+                    running.held = outcome
+                    state.running[key] = running
+                } else {
+                    state.running[key] = nil
+                }
+                return waiters
             }
             // The waiters first: they hop to their own queues and finish alongside this fetch, not after it.
             for waiter in waiters { waiter(outcome) }
             return outcome
+        }
+    }
+
+    /// Drops the image a decode under `key` held (its decoder has put it in the rendered cache, or gave up).
+    func release(_ key: Key) {
+        state.withLock { state in
+            if state.running[key]?.held != nil { state.running[key] = nil }
         }
     }
 }
