@@ -23,7 +23,7 @@ test: deps
 stress-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread -Xswiftc -DTSAN_VISIBLE_LOCKS --scratch-path .build-tsan
 	$(SWIFT) test --skip-build --sanitize=thread -Xswiftc -DTSAN_VISIBLE_LOCKS --scratch-path .build-tsan --disable-xctest --no-parallel \
-		--filter 'FetchStressTests|FetchOperationTests|DownloadCoordinatorTests|AsyncFetchTests|ImageViewFetchHelperTests|WaitingFetchesTests|RenditionTableTierTests|DecodeInterruptionTests'
+		--filter 'FetchStressTests|FetchOperationTests|DownloadCoordinatorTests|AsyncFetchTests|ImageViewFetchHelperTests|WaitingFetchesTests|RenditionTableTierTests|DecodeInterruptionTests|SharedDecodesTests|StoredImageWatchersTests|DelegateQueueDiagnosticsTests'
 
 # The main job: a scrolling grid of image views against the embedded origin over a Wi-Fi-like link (report,
 # viewport snapshot and timeline in $(DEMO_OUT)/), then --compare over an LTE-like link: conventional loading vs
