@@ -5,10 +5,14 @@
 
 /* The scalers' loops are plain C that the compiler vectorises. The package builds for baseline x86-64 (SSE2,
    without 32-bit multiplies); on x86-64 these functions are also compiled for AVX2 and the loader picks the
-   variant the CPU runs (an ifunc), which halves their time. */
+   variant the CPU runs (an ifunc), which halves their time. Not under a sanitizer: the loader runs an ifunc's
+   resolver before the sanitizer's runtime is up, and an instrumented resolver crashes the process at start. */
 #if defined(__x86_64__) && defined(__clang__)
+#if !__has_feature(thread_sanitizer) && !__has_feature(address_sanitizer)
 #define IPK_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
+#endif
+#endif
+#ifndef IPK_VECTOR_CLONES
 #define IPK_VECTOR_CLONES
 #endif
 
