@@ -351,18 +351,25 @@ extension FetchOperation {
         // `sync`: a waiting fetch's queue is idle, so the answer runs in place, in order with a `start()` that
         // comes at the same moment. It cannot deadlock: only fetches that have not started are listed, and
         // answering one never waits on another queue. Many waiting fetches are answered on every core at once.
+        // Their callbacks share one turn of the delegate queue, enqueued once all are answered: a hundred turns
+        // sent from two threads reached the queue in waves, each waking its thread again (B13's spread).
         let waiting = pipeline.waitingFetches.take(waitingFor: request).filter { $0 !== self && $0.isReady }
         guard !waiting.isEmpty else { return }
+        let turn = SharedDelegateTurn()
         DispatchQueue.concurrentPerform(iterations: waiting.count) { index in
-            waiting[index].queue.sync { waiting[index]._queue_answerWhileWaiting() }
+            waiting[index].queue.sync { waiting[index]._queue_answerWhileWaiting(sharing: turn) }
         }
+        turn.enqueue(on: pipeline.configuration.delegateQueue)
     }
 
     /// A fetch still waiting in the operation queue, answered from the rendered cache with the rendition another
     /// fetch just made: its delegate hears now; the operation reports finished once the queue starts it.
-    func _queue_answerWhileWaiting() {
+    func _queue_answerWhileWaiting(sharing turn: SharedDelegateTurn) {
         guard state == .idle, !isCancelled, !isDelegateGone,
               let (result, isDirty) = pipeline.renderedResult(for: request), !isDirty else { return }
+        // A fetch that never started has nothing on the delegate queue yet: its callbacks can go in the shared turn.
+        sharedDelegateTurn = turn
+        defer { sharedDelegateTurn = nil }
         _queue_setState(.starting)
         _queue_tellDelegate { $0.fetchOperationDidStart(self) }
         metricsRecorder.begin(.memoryCache)

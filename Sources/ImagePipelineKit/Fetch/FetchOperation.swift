@@ -66,6 +66,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     let queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation", qos: .utility)
     /// Delegate-queue work sent from `queue` and not yet run, oldest first (see `_queue_onDelegateQueue`).
     private let pendingDelegateWork = Locked<[@Sendable () -> Void]>([])
+    /// While set (on `queue`), this fetch's next turn of the delegate queue joins a turn shared with other
+    /// fetches instead of being enqueued on its own (see `_queue_answerWhileWaiting`).
+    var sharedDelegateTurn: SharedDelegateTurn?
     /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.
     var resumablePartial: PartialImageData?
     /// The sources tried so far, for ``metrics``. On `queue`.
@@ -203,15 +206,15 @@ public final class FetchOperation: Operation, @unchecked Sendable {
             return pending.count == 1
         }
         guard isFirst else { return }
-        pipeline.configuration.delegateQueue.async { [self] in
-            DelegateQueueDiagnostics.delegateTurn {
-                let batch = pendingDelegateWork.withLock { pending -> [@Sendable () -> Void] in
-                    defer { pending = [] }
-                    return pending
-                }
-                for work in batch { work() }
+        let turn: @Sendable () -> Void = { [self] in
+            let batch = pendingDelegateWork.withLock { pending -> [@Sendable () -> Void] in
+                defer { pending = [] }
+                return pending
             }
+            for work in batch { work() }
         }
+        if let sharedDelegateTurn { return sharedDelegateTurn.add(turn) }
+        pipeline.configuration.delegateQueue.async { DelegateQueueDiagnostics.delegateTurn(turn) }
     }
 
     /// True (and the fetch failed as cancelled) when it was cancelled or its weakly held delegate is gone.
