@@ -61,7 +61,7 @@ struct SharedDecodesTests {
     private func startOwner(_ table: SharedDecodes, _ decoder: GatedDecoder, _ data: Data, key: SharedDecodes.Key,
                             result: OutcomeSlot) {
         Thread.detachNewThread {
-            let own = table.decode(data, key: key, using: { try decoder.decode(data) }) { _ in
+            let own = table.decode(data, key: key, using: { try decoder.decode(data) }) { _, _ in
                 Issue.record("the first caller joined instead of decoding")
             }
             result.fill(own)
@@ -77,7 +77,7 @@ struct SharedDecodesTests {
 
         let joined = OutcomeSlot()
         let copy = Data(Array(png))   // equal bytes, other storage
-        let own = table.decode(copy, key: key(copy), using: { try decoder.decode(copy) }) { joined.fill($0) }
+        let own = table.decode(copy, key: key(copy), using: { try decoder.decode(copy) }) { outcome, _ in joined.fill(outcome) }
         #expect(own == nil)
         decoder.release.signal()
         #expect(joined.wait() && owner.wait())
@@ -96,11 +96,11 @@ struct SharedDecodesTests {
 
         var other = png
         other[other.count - 5] ^= 0xFF   // same length, other bytes (the CRC no longer matches: a decode error)
-        let differentBytes = table.decode(other, key: key(other), using: { try decoder.decode(other) }) { _ in
+        let differentBytes = table.decode(other, key: key(other), using: { try decoder.decode(other) }) { _, _ in
             Issue.record("joined a decode of other bytes")
         }
         #expect(differentBytes != nil)
-        let otherTarget = table.decode(png, key: key(png, target: 2), using: { try decoder.decode(png) }) { _ in
+        let otherTarget = table.decode(png, key: key(png, target: 2), using: { try decoder.decode(png) }) { _, _ in
             Issue.record("joined a decode at another target")
         }
         #expect((try otherTarget?.get()) != nil)
@@ -116,12 +116,12 @@ struct SharedDecodesTests {
         let owner = OutcomeSlot()
         startOwner(table, decoder, broken, key: key(broken), result: owner)
         let joined = OutcomeSlot()
-        #expect(table.decode(broken, key: key(broken), using: { try decoder.decode(broken) }) { joined.fill($0) } == nil)
+        #expect(table.decode(broken, key: key(broken), using: { try decoder.decode(broken) }) { outcome, _ in joined.fill(outcome) } == nil)
         decoder.release.signal()
         #expect(joined.wait() && owner.wait())
         #expect(throws: ImageCodecError.self) { try joined.value?.get() }
 
-        let later = table.decode(png, key: key(png), using: { try decoder.decode(png) }) { _ in Issue.record("nothing runs") }
+        let later = table.decode(png, key: key(png), using: { try decoder.decode(png) }) { _, _ in Issue.record("nothing runs") }
         #expect((try later?.get()) != nil)
         #expect(decoder.calls.withLock { $0 } == 2)
     }
@@ -129,19 +129,19 @@ struct SharedDecodesTests {
     @Test("A held image goes to callers of equal bytes after the decode ended, until its decoder releases it")
     func heldUntilReleased() throws {
         let table = SharedDecodes(), decoder = GatedDecoder(gateFirst: false)
-        let own = table.decode(png, key: key(png), holdingUntilReleased: true, using: { try decoder.decode(png) }) { _ in
+        let own = table.decode(png, key: key(png), holdingUntilReleased: true, using: { try decoder.decode(png) }) { _, _ in
             Issue.record("the first caller joined")
         }
         let image = try #require(try own?.get())
         // Equal bytes in other storage take the held image: no second decode.
-        let late = table.decode(Data(Array(png)), key: key(png), using: { try decoder.decode(png) }) { _ in
+        let late = table.decode(Data(Array(png)), key: key(png), using: { try decoder.decode(png) }) { _, _ in
             Issue.record("a late caller waited")
         }
         #expect(try late?.get().container.frames[0].bitmap === image.container.frames[0].bitmap)
         #expect(decoder.calls.withLock { $0 } == 1)
         // Once released, a caller decodes again.
         table.release(key(png))
-        let afterRelease = table.decode(png, key: key(png), using: { try decoder.decode(png) }) { _ in Issue.record("joined") }
+        let afterRelease = table.decode(png, key: key(png), using: { try decoder.decode(png) }) { _, _ in Issue.record("joined") }
         #expect((try afterRelease?.get()) != nil)
         #expect(decoder.calls.withLock { $0 } == 2)
     }

@@ -313,22 +313,42 @@ extension FetchOperation {
         let interruption = DecodeInterruption { [weak self] in
             (self?.isCancelled ?? true) && !decodes.hasWaiters(key)
         }
-        // The image is held for fetches that get these bytes before `body` puts it in the rendered cache.
+        // The image is held for fetches that get these bytes before `body` puts it in the rendered cache. The
+        // fetches that waited for this decode, the ones answered from its rendition and this one deliver their
+        // callbacks in one turn of the delegate queue (B13: a hundred fetches of one image), sent once `body` ran.
+        let turn = SharedDelegateTurn()
         let own = decodes.decode(data, key: key, holdingUntilReleased: true,
-                                 using: { try _queue_decode(data, interruption: interruption) }) { [self] outcome in
-            queue.async { [self] in
+                                 using: { try _queue_decode(data, interruption: interruption) },
+                                 sharing: turn) { [self] outcome, turn in
+            let run: @Sendable () -> Void = { [self] in
                 guard !_queue_abortIfNeeded() else { return aborted?() ?? () }
                 if Self.wasInterrupted(outcome) { return _queue_decodeShared(data, ifAborted: aborted, then: body) }
                 body(outcome)
             }
+            guard let turn else { return queue.async(execute: run) }
+            // Called by the decoding fetch, which waits: this queue is idle (this fetch only waited for the
+            // decode) or finishes what it runs without waiting on another fetch's queue.
+            queue.sync { _queue_sharingDelegateTurn(turn, run) }
         }
         guard let own else { return }
-        defer { decodes.release(key) }
+        defer {
+            decodes.release(key)
+            turn.enqueue(on: pipeline.configuration.delegateQueue)
+        }
         if Self.wasInterrupted(own) {
             metricsRecorder.noteDecodeInterrupted()
             if _queue_abortIfNeeded() { return aborted?() ?? () }
         }
-        body(own)
+        _queue_sharingDelegateTurn(turn) { body(own) }
+    }
+
+    /// Runs `body` with this fetch's next delegate-queue work going into `turn` (nothing of it is on the
+    /// delegate queue yet, or what is there runs first anyway).
+    func _queue_sharingDelegateTurn(_ turn: SharedDelegateTurn, _ body: () -> Void) {
+        let outer = sharedDelegateTurn
+        sharedDelegateTurn = turn
+        defer { sharedDelegateTurn = outer }
+        body()
     }
 
     private static func wasInterrupted(_ outcome: SharedDecodes.Outcome) -> Bool {
@@ -355,11 +375,12 @@ extension FetchOperation {
         // sent from two threads reached the queue in waves, each waking its thread again (B13's spread).
         let waiting = pipeline.waitingFetches.take(waitingFor: request).filter { $0 !== self && $0.isReady }
         guard !waiting.isEmpty else { return }
-        let turn = SharedDelegateTurn()
+        let turn = sharedDelegateTurn ?? SharedDelegateTurn()
         DispatchQueue.concurrentPerform(iterations: waiting.count) { index in
             waiting[index].queue.sync { waiting[index]._queue_answerWhileWaiting(sharing: turn) }
         }
-        turn.enqueue(on: pipeline.configuration.delegateQueue)
+        // A turn this fetch shares is sent by whoever made it, after this fetch's own callbacks joined it.
+        if sharedDelegateTurn == nil { turn.enqueue(on: pipeline.configuration.delegateQueue) }
     }
 
     /// A fetch still waiting in the operation queue, answered from the rendered cache with the rendition another
@@ -368,12 +389,12 @@ extension FetchOperation {
         guard state == .idle, !isCancelled, !isDelegateGone,
               let (result, isDirty) = pipeline.renderedResult(for: request), !isDirty else { return }
         // A fetch that never started has nothing on the delegate queue yet: its callbacks can go in the shared turn.
-        sharedDelegateTurn = turn
-        defer { sharedDelegateTurn = nil }
-        _queue_setState(.starting)
-        _queue_tellDelegate { $0.fetchOperationDidStart(self) }
-        metricsRecorder.begin(.memoryCache)
-        _queue_succeed(result)
+        _queue_sharingDelegateTurn(turn) {
+            _queue_setState(.starting)
+            _queue_tellDelegate { $0.fetchOperationDidStart(self) }
+            metricsRecorder.begin(.memoryCache)
+            _queue_succeed(result)
+        }
     }
 
     /// Applies the request's transformer (a6) and scales its result to the target; `transformed` is false when

@@ -67,7 +67,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// Delegate-queue work sent from `queue` and not yet run, oldest first (see `_queue_onDelegateQueue`).
     private let pendingDelegateWork = Locked<[@Sendable () -> Void]>([])
     /// While set (on `queue`), this fetch's next turn of the delegate queue joins a turn shared with other
-    /// fetches instead of being enqueued on its own (see `_queue_answerWhileWaiting`).
+    /// fetches instead of being enqueued on its own (see `_queue_sharingDelegateTurn`).
     var sharedDelegateTurn: SharedDelegateTurn?
     /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.
     var resumablePartial: PartialImageData?

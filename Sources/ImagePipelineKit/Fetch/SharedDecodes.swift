@@ -12,6 +12,8 @@ import PipelineLocking
 /// image is stored) takes it instead of decoding again (B13 saw a second decode in some rounds).
 final class SharedDecodes: Sendable {
     typealias Outcome = Result<DecodedImage, any Error>
+    /// A caller waiting for a running decode: called with its outcome and the decoding caller's delegate turn.
+    typealias Waiter = @Sendable (Outcome, SharedDelegateTurn?) -> Void
 
     /// What makes two decodes of equal bytes give the same image.
     struct Key: Hashable, Sendable {
@@ -25,7 +27,7 @@ final class SharedDecodes: Sendable {
         /// Tells this decode from a later one under the same key.
         var token: UInt64
         var data: Data
-        var waiters: [@Sendable (Outcome) -> Void] = []
+        var waiters: [Waiter] = []
         /// The finished decode's image, held for late callers until its decoder releases it.
         var held: Outcome?
     }
@@ -45,11 +47,13 @@ final class SharedDecodes: Sendable {
 
     /// Decodes `data` with `decode` on the calling thread and returns the outcome; or, when a decode of equal
     /// bytes under `key` is running on another thread, returns `nil` at once and later calls `joined` with that
-    /// decode's outcome, on that decode's thread (hop to your own queue from there).
+    /// decode's outcome and the `turn` its caller shares, on that decode's thread or beside it (the waiters
+    /// of one decode are called on every core at once, before it returns).
     /// With `holdingUntilReleased`, an own decode's image stays for later callers of equal bytes until
     /// ``release(_:)`` (a failed or interrupted decode is never held).
     func decode(_ data: Data, key: Key, holdingUntilReleased: Bool = false, using decode: () throws -> DecodedImage,
-                joined: @escaping @Sendable (Outcome) -> Void) -> Outcome? {
+                sharing turn: SharedDelegateTurn? = nil,
+                joined: @escaping Waiter) -> Outcome? {
         enum Step {
             case own(token: UInt64)
             case join(token: UInt64, data: Data)
@@ -89,7 +93,7 @@ final class SharedDecodes: Sendable {
             }
         case .own(let token):
             let outcome = Outcome { try decode() }
-            let waiters = state.withLock { state -> [@Sendable (Outcome) -> Void] in
+            let waiters = state.withLock { state -> [Waiter] in
                 guard var running = state.running[key], running.token == token else { return [] }
                 let waiters = running.waiters
                 if holdingUntilReleased, (try? outcome.get()) != nil {
@@ -101,8 +105,9 @@ final class SharedDecodes: Sendable {
                 }
                 return waiters
             }
-            // The waiters first: they hop to their own queues and finish alongside this fetch, not after it.
-            for waiter in waiters { waiter(outcome) }
+            // The waiters first, on every core at once, handed this caller's delegate turn: their callbacks and
+            // this caller's reach the delegate queue together.
+            DispatchQueue.concurrentPerform(iterations: waiters.count) { waiters[$0](outcome, turn) }
             return outcome
         }
     }

@@ -1,9 +1,12 @@
 import Dispatch
 import PipelineLocking
 
-/// One turn of the delegate queue shared by many fetches: the fetches answered at once from a rendition another
-/// fetch made (``WaitingFetches``) put their callbacks here from several threads, and the turn is enqueued once,
-/// when all are in. Each fetch's callbacks stay in their order; the fetches run one after another.
+/// One turn of the delegate queue shared by many fetches of one image: the fetch that decoded it, the fetches
+/// that waited for that decode (``SharedDecodes``) and those answered from its rendition while they waited in the
+/// operation queue (``WaitingFetches``) put their callbacks here, from several threads, and the decoding fetch
+/// enqueues the turn once all are in. Each fetch's callbacks stay in their order; the fetches run one after
+/// another. A hundred turns sent one by one reached the queue in waves, each waking its thread again: B13's
+/// callback spread was up to 3 ms, and is 0.05–0.2 ms at p50 in one turn.
 final class SharedDelegateTurn: Sendable {
     private let turns = Locked<[@Sendable () -> Void]>([])
 
