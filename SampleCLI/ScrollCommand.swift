@@ -16,9 +16,10 @@ struct ScrollCommand: AsyncParsableCommand {
             on screen, scrolls by --script at --fps for --seconds. Each visible cell is an ImageDisplaying view \
             driven by an ImageViewFetchHelper, fetching at the cell size through a pipeline with a disk cache; \
             cells that leave the screen cancel or lower their fetch (--disappearance). The frame loop runs on \
-            the delegate queue, like a UI's main thread: a frame is dropped when the work on that queue (the \
-            frame's own and every callback since the last frame) overruns the frame budget. The run checks \
-            that nothing decoded, scaled or touched the disk on that queue, and exits 1 if something did.
+            the delegate queue, like a UI's main thread. Main-thread work per frame is the CPU time spent on \
+            that queue since the last frame (the frame's own and every callback); frame latency runs from the \
+            vsync posting a frame to its end, waits included, and a frame over the budget is dropped. The run \
+            checks that nothing decoded, scaled or touched the disk on that queue, and exits 1 if something did.
             """
     )
 
