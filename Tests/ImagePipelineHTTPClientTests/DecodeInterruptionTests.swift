@@ -104,6 +104,33 @@ struct DecodeInterruptionTests {
         #expect(try CodecCatalogue.shared.decode(jpeg, target: target).container.dimensions.width == 256)
     }
 
+    @Test("PNG and WebP decodes are asked between slices of their bytes, and stop there")
+    func sliceCheckpoints() throws {
+        let images = CoordinatorHarness.imageURL.deletingLastPathComponent()
+        let target = TargetSizing(dimensions: PixelSize(width: 256, height: 256))
+        for name in ["skimage-chelsea.png", "skimage-camera.png"] {
+            let png = try Data(contentsOf: images.appendingPathComponent(name))
+            let counted = CheckpointCount()
+            let whole = try DecodeInterruption.$current.withValue(counted.stopping(atCheckpoint: .max)) {
+                try CodecCatalogue.shared.decode(png, target: target)
+            }
+            // One checkpoint per 64 KiB slice, one before rendering.
+            #expect(counted.asked.withLock { $0 } == (png.count + (64 << 10) - 1) / (64 << 10) + 1, "\(name)")
+            let checkpoints = CheckpointCount()
+            #expect(throws: ImageCodecError.interrupted) {
+                try DecodeInterruption.$current.withValue(checkpoints.stopping(atCheckpoint: 2)) {
+                    try CodecCatalogue.shared.decode(png, target: target)
+                }
+            }
+            // Decoded in slices, the image is the same as decoded at once through one session.
+            let session = PNGDecoder().makeSession(configuration: DecoderConfiguration(), expectedByteCount: png.count)
+            _ = try session.append(png)
+            _ = try session.finish()
+            let atOnce = try #require(try session.render(.completeImage, target: target))
+            #expect(whole.container.bitmap.withUnsafeBytes { Data($0) } == atOnce.bitmap.withUnsafeBytes { Data($0) })
+        }
+    }
+
     @Test("A fetch cancelled while it decodes stops decoding and ends cancelled; a fetch that shares the decode keeps it going")
     func cancelledFetchStopsItsDecode() async throws {
         let decoder = SlowDecoder()

@@ -128,11 +128,23 @@ public protocol ImageDecoder: Sendable {
 extension ImageDecoder {
     public var supportsProgressiveDecoding: Bool { false }
 
-    /// The default one-shot decode: one session, all bytes, finish, render the complete image.
+    /// How many bytes the default one-shot decode appends between checkpoints (64 KiB: a millisecond or two of
+    /// PNG decoding).
+    public var interruptibleSliceBytes: Int { 64 << 10 }
+
+    /// The default one-shot decode: one session, all bytes, finish, render the complete image. The bytes go in
+    /// slices of ``interruptibleSliceBytes`` with a ``DecodeInterruption/checkpoint()`` before each, so that a
+    /// session that decodes as it reads (PNG's) stops partway through when nobody wants the image any more.
     public func decode(_ data: Data, target: TargetSizing, configuration: DecoderConfiguration) throws -> DecodedImage {
         let session = makeSession(configuration: configuration, expectedByteCount: data.count)
-        try DecodeInterruption.checkpoint()
-        _ = try session.append(data)
+        var offset = data.startIndex
+        repeat {
+            try DecodeInterruption.checkpoint()
+            let end = data.index(offset, offsetBy: interruptibleSliceBytes, limitedBy: data.endIndex) ?? data.endIndex
+            // A copy of each slice (indices from 0, as a session's own reads expect), none when one slice is all.
+            _ = try session.append(offset == data.startIndex && end == data.endIndex ? data : Data(data[offset..<end]))
+            offset = end
+        } while offset < data.endIndex
         _ = try session.finish()
         try DecodeInterruption.checkpoint()
         guard let container = try session.render(.completeImage, target: target)
