@@ -275,9 +275,10 @@ struct DownloadCoordinatorTests {
     @Test("Scenario 21: cancelled halfway over a shaped link, resumed with Range and If-Range: only the rest crosses the wire", arguments: CoordinatorDownloader.allCases)
     func resume(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
-            // Slow enough (~2.8 s for the image) that the cancel lands mid-body even when the whole suite
-            // loads the machine and events reach the coordinator late.
+            // Shaped (~2.8 s for the image), and the first response stalls at 60%: on a loaded machine the client
+            // can hear of the bytes after the whole body was sent (CI saw the server finish before the cancel).
             h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
+            h.server.setFaults([.stallAfterBytes(h.image.count * 6 / 10)], for: "/a.jpg", count: 1)
             let first = h.load(h.request(), cancelAfterBytes: h.image.count / 2)
             let partial = try #require(await first.outcome().partial)
             #expect(await first.outcome().isCancelled)
@@ -350,11 +351,13 @@ struct DownloadCoordinatorTests {
     func noValidatorsNoPartial(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
             h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
-            h.server.setFaults([.noValidators], for: "/a.jpg")
+            // Each response stalls at 60%, so the cancel lands mid-body however late the client hears of the bytes.
+            let stall = OriginFault.stallAfterBytes(h.image.count * 6 / 10)
+            h.server.setFaults([.noValidators, stall], for: "/a.jpg")
             let recorder = h.load(h.request(), cancelAfterBytes: h.image.count / 2)
             #expect(await recorder.outcome().isCancelled)
             #expect(await recorder.outcome().partial == nil)
-            h.server.setFaults([.noAcceptRanges], for: "/a.jpg")
+            h.server.setFaults([.noAcceptRanges, stall], for: "/a.jpg")
             let again = h.load(h.request(), cancelAfterBytes: h.image.count / 2)
             #expect(await again.outcome().partial == nil)
         }

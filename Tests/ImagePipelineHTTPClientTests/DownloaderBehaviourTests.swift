@@ -267,6 +267,8 @@ struct DownloaderBehaviourTests {
             let asset = Fixtures.hubbleJPEG
             harness.server.setAsset(asset, at: "/hubble.jpg")
             harness.server.setShaping(OriginShaping(bytesPerSecond: 200_000, firstByteLatency: .milliseconds(50)), for: "/hubble.jpg")
+            // The response stalls at 300 KB: the cancel lands mid-body however late the client hears of the bytes.
+            harness.server.setFaults([.stallAfterBytes(300_000)], for: "/hubble.jpg", count: 1)
             let record = try await harness.download(harness.request("/hubble.jpg"), cancelAfterBytes: 100_000)
             #expect(record.completions.count == 1)
             #expect(record.error == .cancelled)
