@@ -194,9 +194,16 @@ public final class ImageTable: @unchecked Sendable {
     /// of a sparse file is zeroed before the copy overwrites it (with readahead zeroing pages beyond): in a
     /// cold `sample-cli scroll` those faults were 8% of all CPU time. `pwrite` of whole pages fills the page
     /// cache directly; the mapping sees the same pages.
+    ///
+    /// A bitmap whose rows already have the slot's layout (as wide as the table, no padding) is written as it is;
+    /// any other is packed into a pooled buffer first.
     private func writePixels(of bitmap: Bitmap, toSlot slot: Int) -> UInt64? {
         let byteCount = bytesPerRow * bitmap.height
         let rowBytes = bitmap.width * 4
+        let fileOffset = slotBase(slot) + Self.pageBytes - base
+        if rowBytes == bytesPerRow, bitmap.bytesPerRow == bytesPerRow {
+            return bitmap.withUnsafeBytes { write($0, at: fileOffset) }
+        }
         let buffer = BitmapBufferPool.shared.take(byteCount: byteCount)
         defer { BitmapBufferPool.shared.give(buffer) }
         bitmap.withUnsafeBytes { source in
@@ -206,16 +213,19 @@ public final class ImageTable: @unchecked Sendable {
                 if rowBytes < bytesPerRow { memset(row + rowBytes, 0, bytesPerRow - rowBytes) }
             }
         }
-        let written = UnsafeRawBufferPointer(start: buffer.pointer, count: byteCount)
+        return write(UnsafeRawBufferPointer(start: buffer.pointer, count: byteCount), at: fileOffset)
+    }
+
+    /// `pwrite`s all of `bytes` at `fileOffset` and returns their checksum; `nil` when the write failed.
+    private func write(_ bytes: UnsafeRawBufferPointer, at fileOffset: Int) -> UInt64? {
         var offset = 0
-        let fileOffset = slotBase(slot) + Self.pageBytes - base
-        while offset < byteCount {
-            let count = pwrite(descriptor, written.baseAddress! + offset, byteCount - offset, off_t(fileOffset + offset))
+        while offset < bytes.count {
+            let count = pwrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset, off_t(fileOffset + offset))
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { return nil }
             offset += count
         }
-        return Self.checksum(written)
+        return Self.checksum(bytes)
     }
 
     // MARK: - Removal

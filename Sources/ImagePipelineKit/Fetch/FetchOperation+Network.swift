@@ -83,7 +83,7 @@ extension FetchOperation {
             // A fetch that got the bytes after the decode another fetch made of them ended (a download stays
             // joinable until stored; the decode's image is held until it is in the rendered cache) takes it from
             // there rather than decoding again. The owner always decodes: it stores what the decode tells.
-            if !result.isOwner, let (rendered, isDirty) = pipeline.renderedResult(for: request), !isDirty {
+            if !result.isOwner, let (rendered, isDirty) = pipeline.renderedResult(for: self), !isDirty {
                 return _queue_networkSucceeded(result, rendered: rendered)
             }
             // Fetches that shared the download share its decode too.

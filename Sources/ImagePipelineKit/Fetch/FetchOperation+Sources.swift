@@ -34,7 +34,7 @@ extension FetchOperation {
         // A rendition made while this fetch waited in the operation queue (another fetch of the image finished)
         // needs no decode. TIP reads the rendered cache only before queueing; reading it again here is what
         // lets a hundred queued fetches of one image cost one decode (B13).
-        if let (result, isDirty) = pipeline.renderedResult(for: request), !isDirty { return _queue_succeed(result) }
+        if let (result, isDirty) = pipeline.renderedResult(for: self), !isDirty { return _queue_succeed(result) }
         let entry = pipeline.memoryCache.entry(for: identifier)
         if let complete = entry?.complete {
             if complete.url == request.url {
@@ -373,7 +373,7 @@ extension FetchOperation {
         // answering one never waits on another queue. Many waiting fetches are answered on every core at once.
         // Their callbacks share one turn of the delegate queue, enqueued once all are answered: a hundred turns
         // sent from two threads reached the queue in waves, each waking its thread again (B13's spread).
-        let waiting = pipeline.waitingFetches.take(waitingFor: request).filter { $0 !== self && $0.isReady }
+        let waiting = pipeline.waitingFetches.take(waitingFor: renderedLookup).filter { $0 !== self && $0.isReady }
         guard !waiting.isEmpty else { return }
         let turn = sharedDelegateTurn ?? SharedDelegateTurn()
         DispatchQueue.concurrentPerform(iterations: waiting.count) { index in
@@ -387,7 +387,7 @@ extension FetchOperation {
     /// fetch just made: its delegate hears now; the operation reports finished once the queue starts it.
     func _queue_answerWhileWaiting(sharing turn: SharedDelegateTurn) {
         guard state == .idle, !isCancelled, !isDelegateGone,
-              let (result, isDirty) = pipeline.renderedResult(for: request), !isDirty else { return }
+              let (result, isDirty) = pipeline.renderedResult(for: self), !isDirty else { return }
         // A fetch that never started has nothing on the delegate queue yet: its callbacks can go in the shared turn.
         _queue_sharingDelegateTurn(turn) {
             _queue_setState(.starting)

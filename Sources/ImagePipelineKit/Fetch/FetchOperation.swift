@@ -57,6 +57,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     public let request: any FetchRequest
     public let pipeline: ImagePipeline
+    /// What this fetch's rendered-cache lookups match on, worked out once (`nil`: it never reads that cache). It
+    /// is asked when the fetch is queued, listed, started and answered.
+    let renderedLookup: RenderedLookup?
     /// Anything the caller wants to keep with the operation.
     public let context: (any Sendable)?
     let shared = Locked(Shared())
@@ -81,6 +84,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         self.request = request
         self.pipeline = pipeline
         self.context = context
+        renderedLookup = RenderedLookup(request)
         super.init()
         shared.withLock {
             $0.delegateWasSet = delegate != nil

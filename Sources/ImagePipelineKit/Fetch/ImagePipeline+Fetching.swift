@@ -45,7 +45,7 @@ extension ImagePipeline {
 
     /// The synchronous rendered-cache path (b3); true when `operation` finished here.
     private func completeFromRenderedCache(_ operation: FetchOperation) -> Bool {
-        guard let (result, isDirty) = renderedResult(for: operation.request, countingMiss: true) else { return false }
+        guard let (result, isDirty) = renderedResult(for: operation, countingMiss: true) else { return false }
         if isDirty {
             // A stale rendition: shown now as a preview, before the fetch even starts; the fetch then runs (b3).
             operation.delegate?.fetchOperation(operation, didLoadDirtyPreviewImage: result)
@@ -55,17 +55,17 @@ extension ImagePipeline {
         return true
     }
 
-    /// `request`'s rendition in the rendered cache (b3's rules) as a result, and whether it is dirty; `nil` when
+    /// `operation`'s rendition in the rendered cache (b3's rules) as a result, and whether it is dirty; `nil` when
     /// the request may not read the rendered cache or it holds no such rendition (then a rendered-layer miss
     /// in the metrics when `countingMiss`).
-    func renderedResult(for request: any FetchRequest, countingMiss: Bool = false) -> (result: FetchResult, isDirty: Bool)? {
-        guard let lookup = RenderedLookup(request) else { return nil }
+    func renderedResult(for operation: FetchOperation, countingMiss: Bool = false) -> (result: FetchResult, isDirty: Bool)? {
+        guard let lookup = operation.renderedLookup else { return nil }
         guard let hit = renderedCache.image(for: lookup.identifier, target: lookup.target,
                                             transformerIdentifier: lookup.transformerIdentifier) else {
             if countingMiss { configuration.recordRenderedMiss(of: identifier) }
             return nil
         }
-        var result = FetchResult(image: hit.image, source: .memoryCache, url: request.url,
+        var result = FetchResult(image: hit.image, source: .memoryCache, url: operation.request.url,
                                  originalDimensions: hit.sourceDimensions, isPlaceholder: false, identifier: lookup.identifier)
         result.imageWasTransformed = lookup.transformerIdentifier != nil
         return (result, hit.isDirty)

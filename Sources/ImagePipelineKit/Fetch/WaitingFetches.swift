@@ -13,22 +13,22 @@ final class WaitingFetches: Sendable {
 
     /// Lists `operation` until it starts (``remove(_:)``) or is answered.
     func add(_ operation: FetchOperation) {
-        guard let key = RenderedLookup(operation.request) else { return }
+        guard let key = operation.renderedLookup else { return }
         waiting.withLock { $0[key, default: [:]][ObjectIdentifier(operation)] = operation }
     }
 
     /// Takes `operation` off the list: it started.
     func remove(_ operation: FetchOperation) {
-        guard let key = RenderedLookup(operation.request) else { return }
+        guard let key = operation.renderedLookup else { return }
         waiting.withLock { waiting in
             waiting[key]?[ObjectIdentifier(operation)] = nil
             if waiting[key]?.isEmpty == true { waiting[key] = nil }
         }
     }
 
-    /// Takes every fetch waiting for `request`'s rendition off the list.
-    func take(waitingFor request: any FetchRequest) -> [FetchOperation] {
-        guard let key = RenderedLookup(request),
+    /// Takes every fetch waiting for the rendition `lookup` names off the list.
+    func take(waitingFor lookup: RenderedLookup?) -> [FetchOperation] {
+        guard let key = lookup,
               let operations = waiting.withLock({ $0.removeValue(forKey: key) }) else { return [] }
         return Array(operations.values)
     }
