@@ -39,7 +39,7 @@ demo: deps
 docs: deps
 	bash scripts/build-docs.sh
 
-# Every benchmark (B1-B3, B5-B14 and the peers Pillow, vips and djpeg), each against its anchor measured in the
+# Every benchmark (B1-B14 and the peers Pillow, vips and djpeg), each against its anchor measured in the
 # same run; outputs in out/bench/. scripts/bench-all.sh lists the sections (ONLY= runs some).
 bench: deps
 	bash scripts/bench-all.sh

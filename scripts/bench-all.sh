@@ -6,7 +6,7 @@
 #   ONLY="cache fetch" scripts/bench-all.sh
 #
 # Sections (ONLY= picks some): decode (B5-B10, scripts/bench-decode.sh), peers (Pillow, vips, djpeg side by
-# side, scripts/bench-peers.sh), cache (B1-B3), fetch (B11, scripts/bench-fetch.sh), coalesce (B13),
+# side, scripts/bench-peers.sh), cache (B1-B4), fetch (B11, scripts/bench-fetch.sh), coalesce (B13),
 # pipeline (B12), scroll (B14, three runs of `sample-cli scroll --warm`). Each section's output is also kept in out/bench/SECTION.txt, from which the
 # README's tables are copied. A section that fails is reported and the others still run; the exit status is
 # 1 if any failed.
