@@ -58,7 +58,7 @@ let package = Package(
         .target(
             name: "ImageOriginServer",
             dependencies: [
-                "PipelineLocking",
+                "ImagePipelineKit", "PipelineLocking",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

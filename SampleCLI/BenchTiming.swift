@@ -58,8 +58,8 @@ enum Timing {
         return Comparison(ours: medianOf(oursRounds), anchor: medianOf(anchorRounds))
     }
 
-    /// Mean nanoseconds per call over a loop through every key, thread CPU time, median over `rounds`: how
-    /// `../shared/tools/anchors/swift_cache_bench.swift` measured the B1 anchors. No clock read per call, so
+    /// Mean nanoseconds per call over a loop through every key, thread CPU time, median over `rounds`: the
+    /// usual way to time a dictionary lookup, so these rows compare with such figures. No clock read per call, so
     /// consecutive lookups overlap in the CPU as they would in a real loop.
     static func loopMean(rounds: Int, keys: [String], _ body: (String) -> Bool) throws -> Double {
         var means: [Double] = []

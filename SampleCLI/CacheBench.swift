@@ -7,7 +7,8 @@ import Glibc
 import PipelineLocking
 #endif
 
-/// `sample-cli bench cache`: cache lookups (performance-anchors.md B1–B3), each beside its anchor measured in
+/// `sample-cli bench cache`: rendered, memory and disk cache lookups, each beside its anchor (the least any
+/// cache of that kind can do: a locked dictionary, or a plain open-read-close of the file) measured in
 /// the same process, the same way, at the same moment.
 struct CacheBench: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -128,7 +129,7 @@ struct CacheBench: ParsableCommand {
         ]
     }
 
-    // MARK: - Image table (B4)
+    // MARK: - Image table
 
     /// 256 images of 256x256 in an ``ImageTable`` (one mapped file), hit by random keys: each hit returns a
     /// view of the mapped pixels and lets it go (the lease ends), against a dictionary of the same bitmaps.

@@ -10,7 +10,7 @@ import FoundationNetworking
 import PipelineLocking
 #endif
 
-/// `sample-cli bench fetch`: performance-anchors.md B11. How many complete 200 KiB downloads a second each
+/// `sample-cli bench fetch`: download throughput. How many complete 200 KiB downloads a second each
 /// `ImageDownloader` gets from the loopback origin, as a ratio to `wrk` against the same server and URL in
 /// the same run (`scripts/bench-fetch.sh` installs wrk and runs this).
 struct FetchBench: AsyncParsableCommand {

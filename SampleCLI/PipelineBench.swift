@@ -7,7 +7,7 @@ import ImagePipelineHTTPClient
 import ImagePipelineKit
 import PipelineLocking
 
-/// `sample-cli bench coalesce`: performance-anchors.md B13. Many fetches of one URL at once through a cold
+/// `sample-cli bench coalesce`: request coalescing. Many fetches of one URL at once through a cold
 /// pipeline must make one request and one decode, and every completion must follow the first closely.
 struct CoalesceBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -77,7 +77,7 @@ struct CoalesceBench: AsyncParsableCommand {
     }
 }
 
-/// `sample-cli bench pipeline`: performance-anchors.md B12. A cold pipeline fetching many distinct JPEGs from
+/// `sample-cli bench pipeline`: cold-pipeline throughput. A cold pipeline fetching many distinct JPEGs from
 /// the loopback origin into 256 px images (memory and disk caches written), against the same decodes done
 /// directly on two threads in the same run.
 struct PipelineBench: AsyncParsableCommand {

@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import ImagePipelineKit
 
-/// `sample-cli bench progressive`: what progressive loading costs (performance-anchors.md B9).
+/// `sample-cli bench progressive`: what progressive loading costs in CPU, for the first preview and for the
+/// previews plus the final image.
 struct ProgressiveBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "progressive",

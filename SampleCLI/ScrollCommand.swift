@@ -378,7 +378,8 @@ struct ScrollAssets: Sendable {
     }
 
     func serve(on server: ImageOriginServer, items: Int) {
-        // One validator per picture, not one hash of its bytes per cell: 10k cells took a second to set up.
+        // One validator per picture, not one hash of its bytes per cell: hashing for every cell made setting up
+        // a long scroll slow.
         let tags = assets.enumerated().map { index, asset in "\"picture-\(index)-\(asset.data.count)\"" }
         for item in 0..<items {
             server.setAsset(assets[item % assets.count].data, at: path(item: item), contentType: "application/octet-stream",

@@ -24,7 +24,7 @@ struct ScrollReport {
     var budgetMs: Double
     var dropped: Int
     /// Main-thread work per frame: the CPU time the main thread spent on the frame and on the callbacks since
-    /// the frame before (B14's "main-thread work per frame").
+    /// the frame before: what must stay well inside the frame budget for a scroll from warm caches to drop nothing.
     var mainThreadP50Ms: Double
     var mainThreadP99Ms: Double
     /// Frame latency: from the vsync posting a frame to its end, waits included; over the budget, it is dropped.
@@ -50,7 +50,8 @@ struct ScrollReport {
     var incrementalImages: Int
     var cancelled: Int
     /// Fetches still running when their cell scrolled off, how many of them ended cancelled before decoding
-    /// (B14: at least 90%), and how many more ended cancelled with their decode stopped midway. One still
+    /// (the scroll benchmark's target is at least 90%: a cell scrolled off should cost no decode), and how many
+    /// more ended cancelled with their decode stopped midway. One still
     /// running at the end counts as not cancelled.
     var scrolledOffWhileLoading: Int
     var cancelledBeforeDecode: Int

@@ -273,7 +273,8 @@ final class ScrollSimulation: @unchecked Sendable {
             cell.helper.viewWillAppear()
             cell.helper.viewDidAppear()
         }
-        // The final image came from the rendered cache before `load`/`viewWillAppear` returned (TIP's b3).
+        // The final image came from the rendered cache before `load`/`viewWillAppear` returned (as in TIP, a
+        // rendered-cache hit on the main thread completes synchronously, so the cell never shows empty).
         if !hadImage, cell.displayedImage != nil, !cell.helper.isLoading { stats.renderedHits += 1 }
     }
 

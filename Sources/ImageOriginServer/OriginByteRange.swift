@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipelineKit
 
 /// What a request's `Range` and `If-Range` ask of a body of known length (RFC 9110 §14).
 ///

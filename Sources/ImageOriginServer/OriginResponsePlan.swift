@@ -1,4 +1,5 @@
 import Foundation
+import ImagePipelineKit
 import NIOHTTP1
 
 /// Everything about one response decided before its first byte: status, head, which body bytes, how fast,

@@ -25,7 +25,7 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
         self.request = request
         self.client = client
         // The delegate is called on the event loop that reads the response when nothing else is delivering:
-        // a hop to another thread per event was most of a loopback download's cost (B11).
+        // a hop to another thread per event was most of what a download over a fast local link cost.
         delivery = DownloadDelivery(delegate: delegate, limits: request.limits,
                                     label: "ImagePipelineHTTPClient.HTTPClientDownloader.download",
                                     deliversOnTransportThread: true)

@@ -2,7 +2,7 @@
 //
 // Normally it is the standard library's `Synchronization.Mutex`. On Linux that Mutex waits with raw futex
 // system calls, which ThreadSanitizer cannot see: under `--sanitize=thread` every access it protects is reported
-// as a race (a 15-line program shows it). `make stress-tsan` therefore builds with `TSAN_VISIBLE_LOCKS`, which
+// as a race (even a minimal program that shares one Mutex between two threads). `make stress-tsan` therefore builds with `TSAN_VISIBLE_LOCKS`, which
 // swaps in a pthread mutex that ThreadSanitizer understands, so that what it reports is real.
 
 #if TSAN_VISIBLE_LOCKS

@@ -49,13 +49,13 @@ struct CoordinatorHarness {
     }
 
     func request(_ path: String = "/a.jpg", identifier: String? = nil, pipeline: String = "p",
-                 partial: PartialImageData? = nil) -> NetworkLoadRequest {
-        NetworkLoadRequest(url: server.url(for: path), identifier: identifier, pipelineIdentifier: pipeline, partial: partial)
+                 partial: PartialImageData? = nil) -> ImageDownloadRequest {
+        ImageDownloadRequest(url: server.url(for: path), identifier: identifier, pipelineIdentifier: pipeline, partial: partial)
     }
 
     /// Starts a load and returns its recorder.
     @discardableResult
-    func load(_ request: NetworkLoadRequest, priority: Operation.QueuePriority = .normal,
+    func load(_ request: ImageDownloadRequest, priority: Operation.QueuePriority = .normal,
               cancelAfterBytes: Int? = nil) -> LoadRecorder {
         let recorder = LoadRecorder(cancelAfterBytes: cancelAfterBytes)
         recorder.attachment = coordinator.load(request, priority: priority, client: recorder)
@@ -64,7 +64,7 @@ struct CoordinatorHarness {
 }
 
 /// Records one fetch's events; can cancel itself once it has a number of bytes.
-final class LoadRecorder: NetworkLoadClient, @unchecked Sendable {
+final class LoadRecorder: DownloadClient, @unchecked Sendable {
     // @unchecked: `state` is behind its lock; `attachment` is set once, right after `load` returns, before
     // any event can arrive (events come asynchronously, on the coordinator's queue).
     struct State {
@@ -72,32 +72,32 @@ final class LoadRecorder: NetworkLoadClient, @unchecked Sendable {
         var chunks: [Int] = []
         var totals: [Int] = []
         var body = Data()
-        var outcome: NetworkLoadOutcome?
-        var waiters: [CheckedContinuation<NetworkLoadOutcome, Never>] = []
+        var outcome: DownloadOutcome?
+        var waiters: [CheckedContinuation<DownloadOutcome, Never>] = []
     }
 
     let state = Locked(State())
     let cancelAfterBytes: Int?
-    var attachment: NetworkLoadAttachment?
+    var attachment: DownloadAttachment?
 
     init(cancelAfterBytes: Int?) { self.cancelAfterBytes = cancelAfterBytes }
 
-    func networkLoad(_ load: NetworkLoadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
+    func downloadAttachment(_ attachment: DownloadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
                      expectedByteCount: Int?) {
         state.withLock { $0.responses.append((response.statusCode, resumedByteCount, expectedByteCount)) }
     }
 
-    func networkLoad(_ load: NetworkLoadAttachment, didAppend chunk: Data, totalByteCount: Int) {
+    func downloadAttachment(_ attachment: DownloadAttachment, didAppend chunk: Data, totalByteCount: Int) {
         let total = state.withLock { state -> Int in
             state.chunks.append(chunk.count)
             state.totals.append(totalByteCount)
             state.body.append(chunk)
             return totalByteCount
         }
-        if let cancelAfterBytes, total >= cancelAfterBytes { load.cancel() }
+        if let cancelAfterBytes, total >= cancelAfterBytes { attachment.cancel() }
     }
 
-    func networkLoad(_ load: NetworkLoadAttachment, didFinishWith outcome: NetworkLoadOutcome) {
+    func downloadAttachment(_ attachment: DownloadAttachment, didFinishWith outcome: DownloadOutcome) {
         let waiters = state.withLock { state in
             precondition(state.outcome == nil, "a second outcome")
             state.outcome = outcome
@@ -107,9 +107,9 @@ final class LoadRecorder: NetworkLoadClient, @unchecked Sendable {
         waiters.forEach { $0.resume(returning: outcome) }
     }
 
-    func outcome() async -> NetworkLoadOutcome {
+    func outcome() async -> DownloadOutcome {
         await withCheckedContinuation { continuation in
-            let done = state.withLock { state -> NetworkLoadOutcome? in
+            let done = state.withLock { state -> DownloadOutcome? in
                 if let outcome = state.outcome { return outcome }
                 state.waiters.append(continuation)
                 return nil
@@ -123,9 +123,9 @@ final class LoadRecorder: NetworkLoadClient, @unchecked Sendable {
     var firstProgressTotal: Int? { state.withLock { $0.totals.first } }
 }
 
-extension NetworkLoadOutcome {
-    var result: NetworkLoadResult? { if case .success(let result) = self { result } else { nil } }
-    var error: NetworkLoadError? { if case .failure(let error, _) = self { error } else { nil } }
+extension DownloadOutcome {
+    var result: DownloadResult? { if case .success(let result) = self { result } else { nil } }
+    var error: ImageDownloadError? { if case .failure(let error, _) = self { error } else { nil } }
     var partial: PartialImageData? { if case .failure(_, let partial) = self { partial } else { nil } }
     var isCancelled: Bool { if case .failure(.cancelled, _) = self { true } else { false } }
 }

@@ -11,7 +11,8 @@ public enum FetchEvent: Sendable {
     case willAttemptToLoad(from: ImageLoadSource)
     /// Download progress, 0 ... 1.
     case progress(Double)
-    /// A cached image of the identifier from another URL (b8); the fetch then goes on or stops as
+    /// A complete cached image of the same identifier from another URL, offered at most once per fetch; the
+    /// fetch then goes on or stops as
     /// `events(for:previewDecision:loadsProgressively:)` was told.
     case preview(FetchResult)
     /// A scan of a progressive image while it downloads.

@@ -15,14 +15,16 @@ final class DiskCachePool: @unchecked Sendable {
     private var caches: [String: WeakDiskCache] = [:]
     private var bytes: [String: Int] = [:]
     private var counts: [String: Int] = [:]
-    weak var configuration: GlobalConfiguration?
+    /// Where corrupt entries and failed writes are reported.
+    private let problems: ProblemRelay
 
     private struct WeakDiskCache {
         weak var cache: DiskCache?
     }
 
-    init(limits: CacheLimits) {
+    init(limits: CacheLimits, problems: ProblemRelay) {
         currentLimits = limits
+        self.problems = problems
     }
 
     /// Runs `body` holding the disk lock (the only way to touch a disk cache's index or files).
@@ -65,7 +67,7 @@ final class DiskCachePool: @unchecked Sendable {
     }
 
     func _locked_report(_ problem: ImagePipelineProblem) {
-        configuration?.report(problem)
+        problems.report(problem)
     }
 
     /// tip-behaviour b11: least recently used entries of the *other* pipelines go first, one per pipeline per

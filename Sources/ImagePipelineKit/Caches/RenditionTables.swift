@@ -2,7 +2,7 @@ import Foundation
 
 /// A pipeline's renditions kept across launches: decoded, scaled images in memory-mapped ``ImageTable``s, one
 /// per size class, read before a cached image's bytes are decoded (Fast Image Cache's idea as a tier of the
-/// pipeline; performance-anchors B4).
+/// pipeline).
 ///
 /// Turned on with ``ImagePipeline/useRenditionTables(sides:capacity:)``. A fetch with a target size that finds
 /// its image in the memory or disk cache first asks the tables for the rendition of *that* cached image at its
@@ -68,29 +68,17 @@ public final class RenditionTables: Sendable {
 }
 
 /// The name of one rendition in ``RenditionTables``: the identifier (length-prefixed, so no identifier is a
-/// prefix of another's names), then what else decides the pixels.
-struct RenditionKey: Hashable {
+/// prefix of another's names), then a description of everything else that decides the pixels. A fetch makes
+/// its keys in one place (`FetchKeys`); the tables only compare them.
+struct RenditionKey: Hashable, Sendable {
     let text: String
 
-    /// The key for `request`'s rendition of the cached image of `url` (`dimensions`, `byteCount` bytes); `nil`
-    /// when the request's renditions are never kept (see ``RenditionTables``).
-    init?(request: any FetchRequest, identifier: String, url: URL, dimensions: PixelSize, byteCount: Int) {
-        guard Self.keepsRenditions(of: request), let target = request.targetSizing.dimensions else { return nil }
-        let transformer = request.transformer?.identifier.map { "t" + $0 } ?? "-"
-        let orientation = request.decoderConfiguration.appliesOrientation ? "o" : "r"
-        text = Self.prefix(for: identifier) + "\(url.absoluteString)|\(dimensions.width)x\(dimensions.height)|\(byteCount)|"
-            + "\(target.width)x\(target.height)|\(request.targetSizing.contentMode.rawValue)|\(orientation)|\(transformer)"
+    /// The rendition of `identifier` that `variant` describes (source image, target, transformer, ...).
+    init(identifier: String, variant: String) {
+        text = Self.prefix(for: identifier) + variant
     }
 
     private init(text: String) { self.text = text }
-
-    /// Whether `request`'s renditions are kept at all: a positive target with a scaling mode, not a placeholder
-    /// nor kept out of the rendered cache, and no transformer without an identifier.
-    static func keepsRenditions(of request: any FetchRequest) -> Bool {
-        request.targetSizing.scalesToTarget && !request.options.contains(.treatAsPlaceholder)
-            && !request.options.contains(.skipStoringToRenderedCache)
-            && (request.transformer == nil || request.transformer?.identifier != nil)
-    }
 
     /// The key of the first frame of the animation this key names.
     var firstFrame: RenditionKey { RenditionKey(text: text + "|first-frame") }

@@ -37,9 +37,8 @@ public final class GlobalConfiguration: Sendable {
     private let callbackQueue = Locked<DispatchQueue>(.main)
     private let pipelineObservers = Locked<[WeakObserver]>([])
     private let coordinator: Locked<DownloadCoordinator?> = Locked(nil)
-    /// Marks a delegate queue with its own identity, so a fetch can tell it was started on it (never `Thread.isMainThread`:
-    /// under `swift test` on Linux the main queue does not run on the main thread).
-    static let delegateQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+    /// Where the disk caches report problems; connected to ``report(_:)`` once this configuration exists.
+    private let diskProblems = ProblemRelay()
     private let currentLogger = Locked<Logger?>(nil)
     /// See ``metricsFactory``; `nil` reads `MetricsSystem.factory` at each use.
     let chosenMetricsFactory = Locked<(any MetricsFactory)?>(nil)
@@ -62,13 +61,13 @@ public final class GlobalConfiguration: Sendable {
     public var delegateQueue: DispatchQueue {
         get { callbackQueue.withLock { $0 } }
         set {
-            newValue.setSpecific(key: Self.delegateQueueKey, value: ObjectIdentifier(newValue))
+            newValue.setSpecific(key: DelegateQueueDiagnostics.delegateQueueKey, value: ObjectIdentifier(newValue))
             callbackQueue.withLock { $0 = newValue }
         }
     }
 
     /// Whether the calling code runs on ``delegateQueue``.
-    var isOnDelegateQueue: Bool { DispatchQueue.getSpecific(key: Self.delegateQueueKey) == ObjectIdentifier(delegateQueue) }
+    var isOnDelegateQueue: Bool { DispatchQueue.getSpecific(key: DelegateQueueDiagnostics.delegateQueueKey) == ObjectIdentifier(delegateQueue) }
 
     /// The downloader every pipeline on this configuration fetches with (TIP's download provider). Default
     /// ``URLSessionDownloader``; the `ImagePipelineHTTPClient` product has a faster one. Setting it starts
@@ -111,9 +110,10 @@ public final class GlobalConfiguration: Sendable {
                           maxCount: Self.defaultMaxCountForAllMemoryCaches, maxEntryRatio: ratio))
         diskPool = DiskCachePool(
             limits: .init(maxBytes: Self.defaultMaxBytesForAllDiskCaches,
-                          maxCount: Self.defaultMaxCountForAllDiskCaches, maxEntryRatio: ratio))
-        diskPool.configuration = self
-        DispatchQueue.main.setSpecific(key: Self.delegateQueueKey, value: ObjectIdentifier(DispatchQueue.main))
+                          maxCount: Self.defaultMaxCountForAllDiskCaches, maxEntryRatio: ratio),
+            problems: diskProblems)
+        diskProblems.connect { [weak self] problem in self?.report(problem) }
+        DispatchQueue.main.setSpecific(key: DelegateQueueDiagnostics.delegateQueueKey, value: ObjectIdentifier(DispatchQueue.main))
     }
 
     // MARK: - Problems

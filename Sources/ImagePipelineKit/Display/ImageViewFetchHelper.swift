@@ -1,7 +1,7 @@
 import Foundation
 
 /// Loads images into an ``ImageDisplaying`` view and follows its life on screen (TIP's
-/// `TIPImageViewFetchHelper`, a14, without UIKit).
+/// `TIPImageViewFetchHelper`, without UIKit).
 ///
 /// Give it a source (an image, a URL or a request): it fetches at the view's size and shows the preview, scans
 /// and final image as they come; on the delegate queue a rendered-cache hit shows before ``load(_:)`` returns.
@@ -273,7 +273,8 @@ public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
 
     public func fetchOperation(_ operation: FetchOperation, didFailToLoadFinalImageWith error: FetchError) {
         guard operation === self.operation else { return }
-        // A stop after a preview is a success: the preview is what the view wanted (TIP treats −2 so too).
+        // A stop after a preview is a success: the preview is what the view wanted (TIP's helper treats its
+        // cancelled-after-loading-preview error the same way).
         if error.code == .cancelledAfterLoadingPreview {
             isShowingPreview = false
             return

@@ -4,8 +4,8 @@ import PipelineLocking
 /// helpers of its image.
 ///
 /// Each helper used to observe ``ImagePipeline/didStoreCachedImageNotification`` itself: every store then cost
-/// the delegate queue a call per helper (0.1–0.6 ms on the main queue per store with 237 cells in
-/// `sample-cli scroll`), for the one or two that show that image.
+/// the delegate queue a call per helper, on the main queue and for every store, a cost that grows with the
+/// number of cells on screen, when only the one or two helpers that show that image have anything to do.
 final class StoredImageWatchers: Sendable {
     private struct Watcher {
         weak var helper: ImageViewFetchHelper?

@@ -60,3 +60,20 @@ public enum PreviewDecision: Int, Sendable {
     /// The preview is enough: end the fetch (state failed, ``FetchErrorCode/cancelledAfterLoadingPreview``).
     case stopLoading = 1
 }
+
+/// The block API's delegate: one completion, held strongly by its operation until it finished.
+final class CompletionFetchDelegate: FetchDelegate {
+    private let completion: @Sendable (Result<FetchResult, FetchError>) -> Void
+
+    init(_ completion: @escaping @Sendable (Result<FetchResult, FetchError>) -> Void) {
+        self.completion = completion
+    }
+
+    func fetchOperation(_ operation: FetchOperation, didLoadFinalImage result: FetchResult) {
+        completion(.success(result))
+    }
+
+    func fetchOperation(_ operation: FetchOperation, didFailToLoadFinalImageWith error: FetchError) {
+        completion(.failure(error))
+    }
+}

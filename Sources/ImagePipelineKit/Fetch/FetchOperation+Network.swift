@@ -2,35 +2,31 @@ import Foundation
 import Synchronization
 import PipelineLocking
 
-// The network step of a fetch (tip-behaviour b2 step 6, b7, b9): a share of a coordinated download, progress,
-// decoding once complete, and percolation of the bytes into the memory and disk caches.
+// The network step of a fetch: a share of a coordinated download, progress, decoding once complete, and the
+// downloaded bytes kept in the memory cache at once and on disk after delivery.
 extension FetchOperation {
-    func _queue_loadFromNetwork() {
-        guard !_queue_abortIfNeeded() else { return }
-        let partial = sources.contains(.networkResumed) || sources.contains(.network) ? resumablePartial : nil
-        guard sources.contains(.network) || (sources.contains(.networkResumed) && partial != nil) else {
-            return _queue_fail(FetchError(.couldNotLoadImage))
+    func _queue_loadFromNetwork() -> SourceOutcome {
+        let partial = plan.mayResume ? resumablePartial : nil
+        guard plan.sources.contains(.network) || (plan.sources.contains(.networkResumed) && partial != nil) else {
+            _queue_fail(FetchError(.couldNotLoadImage))
+            return .finished
         }
-        _queue_setState(.loadingFromNetwork)
         let source: ImageLoadSource = partial != nil ? .networkResumed : .network
-        metricsRecorder.begin(source)
-        _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: source) }
+        _queue_begin(source, state: .loadingFromNetwork)
         if let partial {
             shared.withLock { $0.receivedByteCount = partial.data.count }
             _queue_setProgress(min(Double(partial.data.count) / Double(max(partial.expectedByteCount, 1)), 0.999))
         }
-        let load = NetworkLoadRequest(
-            url: request.url, identifier: identifier, pipelineIdentifier: pipeline.identifier,
-            hydration: request.hydration, authorization: request.authorization, hydrationKey: request.hydrationKey,
-            partial: partial)
-        let client = FetchNetworkClient(operation: self)
+        let download = plan.downloadRequest(pipelineIdentifier: pipeline.identifier, partial: partial)
         // Identical fetches that reach the network before this one stored what it downloaded get its bytes.
-        let attachment = pipeline.configuration.downloadCoordinator.load(load, priority: priority, client: client,
+        let attachment = pipeline.configuration.downloadCoordinator.load(download, priority: priority,
+                                                                         client: FetchDownloadClient(operation: self),
                                                                          sharesResultUntilStored: true)
         shared.withLock { $0.attachment = attachment }
-        for observer in pipeline.currentObservers { observer.imagePipeline(pipeline, didStartDownloadingImageAt: request.url) }
+        for observer in pipeline.currentObservers { observer.imagePipeline(pipeline, didStartDownloadingImageAt: plan.url) }
         // A cancel that came in before the attachment existed did not reach it.
         if isCancelled { attachment.cancel() }
+        return .waiting
     }
 
     func _queue_networkDidReceive(resumedByteCount: Int, expectedByteCount: Int?) {
@@ -40,7 +36,7 @@ extension FetchOperation {
             resumablePartial = nil
             incremental = IncrementalImageState()
             metricsRecorder.rekeyOpenSource(as: .network)
-            guard sources.contains(.network) else {
+            guard plan.sources.contains(.network) else {
                 shared.withLock { $0.attachment }?.cancel()
                 return _queue_fail(FetchError(.couldNotLoadImage))
             }
@@ -62,7 +58,7 @@ extension FetchOperation {
         _queue_showIncrementally(chunk, totalByteCount: totalByteCount, progress: progress ?? 0)
     }
 
-    func _queue_networkDidFinish(_ outcome: NetworkLoadOutcome) {
+    func _queue_networkDidFinish(_ outcome: DownloadOutcome) {
         guard !state.isFinished else {
             if case .success(let result) = outcome, result.isOwner { shared.withLock { $0.attachment }?.resultStored() }
             return
@@ -83,7 +79,7 @@ extension FetchOperation {
             // A fetch that got the bytes after the decode another fetch made of them ended (a download stays
             // joinable until stored; the decode's image is held until it is in the rendered cache) takes it from
             // there rather than decoding again. The owner always decodes: it stores what the decode tells.
-            if !result.isOwner, let (rendered, isDirty) = pipeline.renderedResult(for: self), !isDirty {
+            if !result.isOwner, let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty {
                 return _queue_networkSucceeded(result, rendered: rendered)
             }
             // Fetches that shared the download share its decode too.
@@ -92,7 +88,7 @@ extension FetchOperation {
                 case .success(let decoded):
                     _queue_networkSucceeded(result, decoded: decoded, whenStored: stored)
                 case .failure(let error):
-                    pipeline.configuration.report(.imageDownloadedCouldNotBeDecoded(identifier: identifier,
+                    pipeline.configuration.report(.imageDownloadedCouldNotBeDecoded(identifier: plan.identifier,
                                                                                     bytes: result.data.count))
                     stored()
                     _queue_fail(FetchError(.couldNotDecodeImage, underlying: error))
@@ -102,17 +98,17 @@ extension FetchOperation {
     }
 
     /// Metrics and observers hear of a downloaded image.
-    private func _queue_noteNetworkImage(_ result: NetworkLoadResult, type: ImageType?, dimensions: PixelSize) {
+    private func _queue_noteNetworkImage(_ result: DownloadResult, type: ImageType?, dimensions: PixelSize) {
         if let type { metricsRecorder.noteNetworkImage(bytes: result.data.count, type: type, dimensions: dimensions) }
         for observer in pipeline.currentObservers {
-            observer.imagePipeline(pipeline, didFinishDownloadingImageAt: request.url, imageType: type,
+            observer.imagePipeline(pipeline, didFinishDownloadingImageAt: plan.url, imageType: type,
                                    sizeInBytes: result.data.count, dimensions: dimensions, wasResumed: result.wasResumed)
         }
     }
 
     /// A shared download's bytes whose image another fetch already decoded into the rendered cache (not the
     /// owner's: nothing to store).
-    private func _queue_networkSucceeded(_ result: NetworkLoadResult, rendered: FetchResult) {
+    private func _queue_networkSucceeded(_ result: DownloadResult, rendered: FetchResult) {
         _queue_noteNetworkImage(result, type: ImageType.detect(magicNumbersOf: result.data),
                                 dimensions: rendered.originalDimensions)
         var image = rendered
@@ -120,45 +116,37 @@ extension FetchOperation {
         _queue_succeed(image)
     }
 
-    private func _queue_networkSucceeded(_ result: NetworkLoadResult, decoded: DecodedImage,
+    private func _queue_networkSucceeded(_ result: DownloadResult, decoded: DecodedImage,
                                          whenStored stored: @escaping @Sendable () -> Void) {
         let source: ImageLoadSource = result.wasResumed ? .networkResumed : .network
-        _queue_noteNetworkImage(result, type: decoded.properties.type, dimensions: decoded.properties.dimensions)
-        let isPlaceholder = request.options.contains(.treatAsPlaceholder)
+        let dimensions = decoded.properties.dimensions
+        _queue_noteNetworkImage(result, type: decoded.properties.type, dimensions: dimensions)
         let (finalImage, transformed) = _queue_transform(decoded.container, progress: 1)
-        var image = FetchResult(image: finalImage, source: source, url: request.url,
-                                originalDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
-                                identifier: identifier)
+        let image = FetchResult(image: finalImage, source: source, url: plan.url, originalDimensions: dimensions,
+                                isPlaceholder: plan.isPlaceholder, identifier: plan.identifier, imageWasTransformed: transformed)
         // The in-memory caches take the image before the delegate hears of it, so a fetch started from the final
-        // callback finds it there; the disk write waits until after (b9).
-        image.imageWasTransformed = transformed
-        _queue_storeRendered(finalImage, sourceDimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
-                             transformed: transformed)
-        let keepRendition = _queue_renditionKeeper(finalImage, of: request.url, dimensions: decoded.properties.dimensions,
-                                                   byteCount: result.data.count, transformed: transformed,
-                                                   isPlaceholder: isPlaceholder)
+        // callback finds it there; the disk write waits until after.
+        _queue_keepRendered(finalImage, sourceDimensions: dimensions, isPlaceholder: plan.isPlaceholder, transformed: transformed)
+        let cached = plan.cachedImage(result.data, dimensions: dimensions, isAnimated: decoded.properties.isAnimated)
+        let keepRendition = _queue_renditionKeeper(
+            finalImage, of: CachedImageInfo(url: plan.url, dimensions: dimensions, byteCount: result.data.count,
+                                            isPlaceholder: plan.isPlaceholder),
+            transformed: transformed)
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
         guard result.isOwner else { return _queue_succeed(image, percolate: keepRendition) }
-        // New bytes for the identifier: renditions of what it was before go (a changed image can come back with
-        // the same URL, size and length).
-        pipeline.renditionTables?.removeRenditions(of: identifier)
         pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)
-        let cached = CachedImageData(
-            data: result.data, url: request.url, dimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder,
-            isAnimated: decoded.properties.isAnimated, timeToLive: request.resolvedTimeToLive,
-            updatesExpiryOnAccess: !request.options.contains(.doNotResetExpiryOnAccess))
-        let inMemory = pipeline.memoryCache.storeComplete(cached, identifier: identifier)
-        pipeline.memoryCache.removePartial(identifier: identifier)
+        let caches = pipeline.caches
+        let inMemory = caches.keepDownloaded(cached, identifier: plan.identifier)
         _queue_succeed(image) { [self] in
             defer {
                 stored()
                 keepRendition?()
             }
-            let onDisk = pipeline.diskCache?.storeComplete(cached, identifier: identifier) ?? false
+            let onDisk = caches.writeDownloadedToDisk(cached, identifier: plan.identifier)
             if inMemory || onDisk {
                 pipeline.announceStore(StoredImageInfo(
-                    pipelineIdentifier: pipeline.identifier, identifier: identifier, url: request.url,
-                    dimensions: decoded.properties.dimensions, isPlaceholder: isPlaceholder, wasManuallyStored: false,
+                    pipelineIdentifier: pipeline.identifier, identifier: plan.identifier, url: plan.url,
+                    dimensions: dimensions, isPlaceholder: plan.isPlaceholder, wasManuallyStored: false,
                     image: decoded.container))
             }
         }
@@ -166,17 +154,16 @@ extension FetchOperation {
 
     /// A download that stopped early leaves its bytes for the next fetch to resume (never for placeholders).
     private func _queue_keepPartial(_ partial: PartialImageData) {
-        guard !request.options.contains(.treatAsPlaceholder) else { return }
+        guard !plan.isPlaceholder else { return }
         var partial = partial
-        partial.timeToLive = request.resolvedTimeToLive
-        partial.updatesExpiryOnAccess = !request.options.contains(.doNotResetExpiryOnAccess)
-        pipeline.memoryCache.storePartial(partial, identifier: identifier)
-        pipeline.diskCache?.storePartial(partial, identifier: identifier)
+        partial.timeToLive = plan.timeToLive
+        partial.updatesExpiryOnAccess = plan.updatesExpiryOnAccess
+        pipeline.caches.keepPartial(partial, identifier: plan.identifier)
     }
 }
 
 /// Relays a fetch's share of a download from the coordinator's queue to the fetch's own queue.
-final class FetchNetworkClient: NetworkLoadClient {
+final class FetchDownloadClient: DownloadClient {
     private let operation: FetchOperation
     /// From the response head; read for each chunk.
     private let expected = Locked<Int?>(nil)
@@ -185,7 +172,7 @@ final class FetchNetworkClient: NetworkLoadClient {
         self.operation = operation
     }
 
-    func networkLoad(_ load: NetworkLoadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
+    func downloadAttachment(_ attachment: DownloadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
                      expectedByteCount: Int?) {
         expected.withLock { $0 = expectedByteCount }
         operation.queue.async { [operation] in
@@ -193,14 +180,14 @@ final class FetchNetworkClient: NetworkLoadClient {
         }
     }
 
-    func networkLoad(_ load: NetworkLoadAttachment, didAppend chunk: Data, totalByteCount: Int) {
+    func downloadAttachment(_ attachment: DownloadAttachment, didAppend chunk: Data, totalByteCount: Int) {
         let expected = self.expected.withLock { $0 }
         operation.queue.async { [operation] in
             operation._queue_networkDidAppend(chunk, totalByteCount: totalByteCount, expectedByteCount: expected)
         }
     }
 
-    func networkLoad(_ load: NetworkLoadAttachment, didFinishWith outcome: NetworkLoadOutcome) {
+    func downloadAttachment(_ attachment: DownloadAttachment, didFinishWith outcome: DownloadOutcome) {
         operation.queue.async { [operation] in operation._queue_networkDidFinish(outcome) }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a fetch shows of an image while it downloads (b13): a decoding session fed the same bytes, progressive
+/// What a fetch shows of an image while it downloads: a decoding session fed the same bytes, progressive
 /// scans as the policy and the delegate allow, the first frame of an animation. Touched on the fetch's queue.
 struct IncrementalImageState {
     enum Phase {
@@ -61,7 +61,7 @@ extension FetchOperation {
                   codec.decoder.supportsProgressiveDecoding || codec.supportsAnimation else {
                 return incremental.phase = .done
             }
-            let session = codec.decoder.makeSession(configuration: request.decoderConfiguration, expectedByteCount: nil)
+            let session = codec.decoder.makeSession(configuration: plan.decoderConfiguration, expectedByteCount: nil)
             incremental.phase = .decoding(session, type)
             let held = incremental.pending
             incremental.pending = Data()
@@ -75,8 +75,8 @@ extension FetchOperation {
         if !incremental.decided, bytes.count > IncrementalImageState.headerSliceLength {
             // Until the headers are read and the decision made, the bytes go in small slices: a session decodes
             // as far as the bytes it has go, and the first chunk of a baseline image that nobody shows
-            // progressively (most images) would otherwise be decoded at full size for nothing. Measured: that
-            // doubled the CPU of each network fetch (B12).
+            // progressively (most images) would otherwise be decoded at full size for nothing. That doubled the
+            // CPU of each network fetch.
             var start = bytes.startIndex
             while start < bytes.endIndex, !incremental.decided {
                 guard case .decoding = incremental.phase else { return }
@@ -114,7 +114,7 @@ extension FetchOperation {
         case .updateWithAnyProgress: mode = .anyProgress
         case .updateWithFullFrameProgress: mode = .fullFrameProgress
         }
-        guard let image = try? session.render(mode, target: request.targetSizing) else { return }
+        guard let image = try? session.render(mode, target: plan.target) else { return }
         incremental.renderCount += 1
         let (shown, transformed) = _queue_transform(image, progress: progress)
         let scan = _queue_incrementalResult(shown, properties: properties, transformed: transformed)
@@ -134,9 +134,9 @@ extension FetchOperation {
             incremental.wantsFirstFrame = true
             return
         }
-        guard properties.isProgressive, let policy = (request.progressiveLoadingPolicies ?? ProgressiveLoadingDefaults.policies)[type],
+        guard properties.isProgressive, let policy = plan.progressiveLoadingPolicies[type],
               let delegate,
-              delegate.fetchOperation(self, shouldLoadProgressivelyWithIdentifier: identifier, url: request.url,
+              delegate.fetchOperation(self, shouldLoadProgressivelyWithIdentifier: plan.identifier, url: plan.url,
                                       imageType: type, originalDimensions: properties.dimensions)
         else { return }
         incremental.policy = policy
@@ -145,7 +145,7 @@ extension FetchOperation {
     private func _queue_showFirstFrameIfLoaded(_ session: any ImageDecodingSession, properties: ImageProperties, progress: Double) {
         guard properties.isAnimated, properties.frameCount >= 2 else { return }
         incremental.phase = .done
-        guard let rendered = try? session.render(.fullFrameProgress, target: request.targetSizing),
+        guard let rendered = try? session.render(.fullFrameProgress, target: plan.target),
               let first = rendered.frames.first else { return }
         let frame = _queue_incrementalResult(ImageContainer(bitmap: first.bitmap), properties: properties)
         shared.withLock { $0.progressiveResult = frame }
@@ -155,8 +155,8 @@ extension FetchOperation {
 
     private func _queue_incrementalResult(_ image: ImageContainer, properties: ImageProperties,
                                           transformed: Bool = false) -> FetchResult {
-        FetchResult(image: image, source: resumablePartial != nil ? .networkResumed : .network, url: request.url,
-                    originalDimensions: properties.dimensions, isPlaceholder: request.options.contains(.treatAsPlaceholder),
-                    identifier: identifier, imageWasTransformed: transformed)
+        FetchResult(image: image, source: resumablePartial != nil ? .networkResumed : .network, url: plan.url,
+                    originalDimensions: properties.dimensions, isPlaceholder: plan.isPlaceholder,
+                    identifier: plan.identifier, imageWasTransformed: transformed)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import PipelineLocking
 
-/// One image fetch through a pipeline (TIP's `TIPImageFetchOperation`, a3 and b2).
+/// One image fetch through a pipeline (TIP's `TIPImageFetchOperation`).
 ///
 /// An asynchronous Foundation `Operation`: add dependencies before handing it to
 /// ``ImagePipeline/fetchImage(with:)``, which runs it on ``GlobalConfiguration/operationQueue`` (or completes
@@ -40,7 +40,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         var strongDelegate: (any FetchDelegate)?
         var delegateWasSet = false
         var priority: Operation.QueuePriority = .normal
-        var attachment: NetworkLoadAttachment?
+        var attachment: DownloadAttachment?
         var enqueuedAt: Date?
         var startedAt: Date?
         var finishedAt: Date?
@@ -55,11 +55,11 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         var finishHandlers: [@Sendable () -> Void] = []
     }
 
+    /// What was asked for. The fetch reads it once, into ``plan``.
     public let request: any FetchRequest
     public let pipeline: ImagePipeline
-    /// What this fetch's rendered-cache lookups match on, worked out once (`nil`: it never reads that cache). It
-    /// is asked when the fetch is queued, listed, started and answered.
-    let renderedLookup: RenderedLookup?
+    /// The request resolved once: identifier, target, sources and every key derived from them.
+    let plan: FetchPlan
     /// Anything the caller wants to keep with the operation.
     public let context: (any Sendable)?
     let shared = Locked(Shared())
@@ -72,11 +72,13 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// While set (on `queue`), this fetch's next turn of the delegate queue joins a turn shared with other
     /// fetches instead of being enqueued on its own (see `_queue_sharingDelegateTurn`).
     var sharedDelegateTurn: SharedDelegateTurn?
+    /// The sources not tried yet, in order (see `_queue_loadFromNextSource`). On `queue`.
+    var remainingSources = FetchSource.allCases[...]
     /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.
     var resumablePartial: PartialImageData?
     /// The sources tried so far, for ``metrics``. On `queue`.
     var metricsRecorder = FetchMetricsRecorder()
-    /// Scans and first frames shown while downloading (b13). On `queue`.
+    /// Scans and first frames shown while downloading. On `queue`.
     var incremental = IncrementalImageState()
 
     init(request: any FetchRequest, pipeline: ImagePipeline, context: (any Sendable)?, delegate: (any FetchDelegate)?,
@@ -84,7 +86,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         self.request = request
         self.pipeline = pipeline
         self.context = context
-        renderedLookup = RenderedLookup(request)
+        plan = FetchPlan(request)
         super.init()
         shared.withLock {
             $0.delegateWasSet = delegate != nil
@@ -103,11 +105,11 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// left off. 0 for an image that came from a cache.
     public var receivedByteCount: Int { shared.withLock { $0.receivedByteCount } }
     public var finalResult: FetchResult? { shared.withLock { $0.finalResult } }
-    /// The last progressive scan (or animated first frame) delivered, if any (b13).
+    /// The last progressive scan (or animated first frame) delivered, if any.
     public var progressiveResult: FetchResult? { shared.withLock { $0.progressiveResult } }
     /// Progressive scans delivered to the delegate so far.
     public var progressiveFrameCount: Int { shared.withLock { $0.progressiveFrameCount } }
-    /// The preview offered to the delegate (b8), if any: a cached image of the identifier from another URL.
+    /// The preview offered to the delegate, if any: a cached image of the identifier from another URL.
     public var previewResult: FetchResult? { shared.withLock { $0.previewResult } }
     public var error: FetchError? { shared.withLock { $0.error } }
     /// What the fetch did, source by source; `nil` until it finished (set before the final callback).
@@ -127,7 +129,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     public var priority: Operation.QueuePriority {
         get { shared.withLock { $0.priority } }
         set {
-            let attachment = shared.withLock { state -> NetworkLoadAttachment? in
+            let attachment = shared.withLock { state -> DownloadAttachment? in
                 state.priority = newValue
                 return state.attachment
             }
@@ -153,7 +155,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         if wasAnswered { return markFinished() }
         // The operation queue's thread runs the first steps itself (a sync on an idle queue runs in place): one
         // thread wake-up less per fetch, which is most of what a fetch answered from the rendered cache costs
-        // (100 queued fetches of one image: callbacks spread over ~2-3 ms before, ~1.3 ms after). Started by
+        // (a hundred queued fetches of one image reach their delegates about twice as close together). Started by
         // hand on the delegate queue, it hops instead: nothing there may decode or touch the disk.
         if pipeline.configuration.isOnDelegateQueue {
             queue.async { self._queue_start() }
@@ -250,8 +252,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     // MARK: - Finishing
 
-    /// Succeeds with `result`. `percolate` (the disk write of b9; the in-memory caches are written before this
-    /// is called) runs on this queue after the delegate heard of the image and before the operation reports
+    /// Succeeds with `result`. `percolate` (the disk write; the in-memory caches are written before this is
+    /// called) runs on this queue after the delegate heard of the image and before the operation reports
     /// finished, so the disk write never delays the image.
     func _queue_succeed(_ result: FetchResult, percolate: (@Sendable () -> Void)? = nil) {
         guard !state.isFinished else { return }

@@ -65,9 +65,9 @@ public protocol FetchRequest: Sendable {
     var options: FetchOptions { get }
     var loadingSources: LoadingSources { get }
     /// Rewrites the download request (add headers, sign it); must not change the URL.
-    var hydration: NetworkLoadRequest.Hydration? { get }
+    var hydration: ImageDownloadRequest.Hydration? { get }
     /// The value of the `Authorization` header.
-    var authorization: NetworkLoadRequest.Authorization? { get }
+    var authorization: ImageDownloadRequest.Authorization? { get }
     /// Names ``hydration`` and ``authorization`` so that fetches using the same ones can share a download
     /// (closures have no identity). `nil` with either present: never shared.
     var hydrationKey: String? { get }
@@ -87,8 +87,8 @@ extension FetchRequest {
     public var timeToLive: TimeInterval { FetchDefaults.timeToLive }
     public var options: FetchOptions { [] }
     public var loadingSources: LoadingSources { .all }
-    public var hydration: NetworkLoadRequest.Hydration? { nil }
-    public var authorization: NetworkLoadRequest.Authorization? { nil }
+    public var hydration: ImageDownloadRequest.Hydration? { nil }
+    public var authorization: ImageDownloadRequest.Authorization? { nil }
     public var hydrationKey: String? { nil }
     public var decoderConfiguration: DecoderConfiguration { .default }
     public var progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]? { nil }
@@ -113,8 +113,8 @@ public struct GenericFetchRequest: FetchRequest {
     public var timeToLive: TimeInterval
     public var options: FetchOptions
     public var loadingSources: LoadingSources
-    public var hydration: NetworkLoadRequest.Hydration?
-    public var authorization: NetworkLoadRequest.Authorization?
+    public var hydration: ImageDownloadRequest.Hydration?
+    public var authorization: ImageDownloadRequest.Authorization?
     public var hydrationKey: String?
     public var decoderConfiguration: DecoderConfiguration
     public var progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]?
@@ -123,7 +123,7 @@ public struct GenericFetchRequest: FetchRequest {
     public init(
         url: URL, identifier: String? = nil, targetSizing: TargetSizing = .original,
         timeToLive: TimeInterval = 30 * 24 * 3600, options: FetchOptions = [], loadingSources: LoadingSources = .all,
-        hydration: NetworkLoadRequest.Hydration? = nil, authorization: NetworkLoadRequest.Authorization? = nil,
+        hydration: ImageDownloadRequest.Hydration? = nil, authorization: ImageDownloadRequest.Authorization? = nil,
         hydrationKey: String? = nil, decoderConfiguration: DecoderConfiguration = .default,
         progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]? = nil,
         transformer: (any ImageTransformer)? = nil

@@ -62,7 +62,7 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
 
     /// The fetch error a failed network load means. (Labelled: an unlabelled overload made `FetchError(.cancelled)`
     /// ambiguous, and it resolved to this initialiser calling itself.)
-    init(networkError error: NetworkLoadError) {
+    init(networkError error: ImageDownloadError) {
         switch error {
         case .cancelled: self.init(FetchErrorCode.cancelled)
         case .httpStatus(let status): self.init(FetchErrorCode.httpTransactionError, httpStatusCode: status)

@@ -1,12 +1,5 @@
 import Foundation
 
-/// A read-only source of images by URL, tried after the disk caches (TIP's `TIPImageAdditionalCache`).
-/// Nothing is ever written to it, and what it returns is not stored in the memory or disk caches.
-public protocol AdditionalImageCache: Sendable {
-    /// The image for `url`, or `nil`. Called off the delegate queue.
-    func image(for url: URL) async -> ImageContainer?
-}
-
 extension ImagePipeline {
     /// An operation for `request`, reporting to `delegate` (held weakly: releasing it cancels the fetch).
     /// Hand it to ``fetchImage(with:)`` to run it.
@@ -27,7 +20,7 @@ extension ImagePipeline {
     ///
     /// Called on the delegate queue with a request the rendered cache already holds at its target sizing
     /// (and the memory source allowed), the fetch completes before this returns: the delegate hears
-    /// `didStart` and `didLoadFinalImage` synchronously (TIP b3). Otherwise the operation goes on
+    /// `didStart` and `didLoadFinalImage` synchronously, as in TIP. Otherwise the operation goes on
     /// ``GlobalConfiguration/operationQueue``.
     /// - Precondition: `operation` was made by this pipeline and not run before; another pipeline's
     ///   operation fails with ``FetchErrorCode/invalidRequest`` instead of running.
@@ -43,11 +36,11 @@ extension ImagePipeline {
         configuration.operationQueue.addOperation(operation)
     }
 
-    /// The synchronous rendered-cache path (b3); true when `operation` finished here.
+    /// The synchronous rendered-cache path: true when `operation` finished here.
     private func completeFromRenderedCache(_ operation: FetchOperation) -> Bool {
-        guard let (result, isDirty) = renderedResult(for: operation, countingMiss: true) else { return false }
+        guard let (result, isDirty) = renderedResult(for: operation.plan, countingMiss: true) else { return false }
         if isDirty {
-            // A stale rendition: shown now as a preview, before the fetch even starts; the fetch then runs (b3).
+            // A stale rendition: shown now as a preview, before the fetch even starts; the fetch then runs.
             operation.delegate?.fetchOperation(operation, didLoadDirtyPreviewImage: result)
             return false
         }
@@ -55,38 +48,19 @@ extension ImagePipeline {
         return true
     }
 
-    /// `operation`'s rendition in the rendered cache (b3's rules) as a result, and whether it is dirty; `nil` when
-    /// the request may not read the rendered cache or it holds no such rendition (then a rendered-layer miss
-    /// in the metrics when `countingMiss`).
-    func renderedResult(for operation: FetchOperation, countingMiss: Bool = false) -> (result: FetchResult, isDirty: Bool)? {
-        guard let lookup = operation.renderedLookup else { return nil }
-        guard let hit = renderedCache.image(for: lookup.identifier, target: lookup.target,
-                                            transformerIdentifier: lookup.transformerIdentifier) else {
+    /// The rendition `plan` asks the rendered cache for, as a result, and whether it is dirty; `nil` when the
+    /// fetch may not read the rendered cache or it holds no such rendition (then a rendered-cache miss in the
+    /// metrics when `countingMiss`).
+    func renderedResult(for plan: FetchPlan, countingMiss: Bool = false) -> (result: FetchResult, isDirty: Bool)? {
+        guard let lookup = plan.keys.renderedLookup else { return nil }
+        guard let hit = caches.renderedImage(lookup) else {
             if countingMiss { configuration.recordRenderedMiss(of: identifier) }
             return nil
         }
-        var result = FetchResult(image: hit.image, source: .memoryCache, url: operation.request.url,
-                                 originalDimensions: hit.sourceDimensions, isPlaceholder: false, identifier: lookup.identifier)
-        result.imageWasTransformed = lookup.transformerIdentifier != nil
+        let result = FetchResult(image: hit.image, source: .memoryCache, url: plan.url, originalDimensions: hit.sourceDimensions,
+                                 isPlaceholder: false, identifier: lookup.identifier,
+                                 imageWasTransformed: lookup.transformerIdentifier != nil)
         return (result, hit.isDirty)
-    }
-}
-
-/// What a request's rendered-cache lookup matches on (b3): identifier, target sizing and transformer.
-struct RenderedLookup: Hashable, Sendable {
-    var identifier: String
-    var target: TargetSizing
-    var transformerIdentifier: String?
-
-    /// `nil` when `request` may not read the rendered cache: the memory source not allowed, no identifier, no
-    /// positive target with a scaling mode, or a transformer without an identifier (a6).
-    init?(_ request: any FetchRequest) {
-        let identifier = request.resolvedIdentifier
-        guard request.loadingSources.contains(.memoryCache), !identifier.isEmpty, request.targetSizing.scalesToTarget,
-              request.transformer == nil || request.transformer?.identifier != nil else { return nil }
-        self.identifier = identifier
-        target = request.targetSizing
-        transformerIdentifier = request.transformer?.identifier
     }
 }
 
@@ -107,22 +81,5 @@ extension FetchOperation {
             delegate.fetchOperation(self, didLoadFinalImage: result)
         }
         markFinished()
-    }
-}
-
-/// The block API's delegate: one completion, held strongly by its operation until it finished.
-final class CompletionFetchDelegate: FetchDelegate {
-    private let completion: @Sendable (Result<FetchResult, FetchError>) -> Void
-
-    init(_ completion: @escaping @Sendable (Result<FetchResult, FetchError>) -> Void) {
-        self.completion = completion
-    }
-
-    func fetchOperation(_ operation: FetchOperation, didLoadFinalImage result: FetchResult) {
-        completion(.success(result))
-    }
-
-    func fetchOperation(_ operation: FetchOperation, didFailToLoadFinalImageWith error: FetchError) {
-        completion(.failure(error))
     }
 }

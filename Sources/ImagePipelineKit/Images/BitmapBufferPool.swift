@@ -6,11 +6,11 @@ import PipelineLocking
 
 /// Recycles large pixel buffers so decodes do not pay first-touch page faults.
 ///
-/// Measured here: a fresh 46 MiB buffer makes a 4000x3000 JPEG decode cost 51 ms instead of 28 ms
-/// (performance-anchors.md (a), (e)). Thumbnails pay too: glibc serves blocks above its mmap threshold
-/// (128 KiB) with fresh pages, and a cold `sample-cli scroll` took 114-130k page faults with only buffers of
-/// 1 MiB and more pooled, 72k with ``minimumPooledBytes`` at 128 KiB (7% less CPU time). Smaller blocks glibc
-/// reuses itself. The pool is bounded by ``capacity`` bytes and hands a buffer out only
+/// Every page of freshly mapped memory faults the first time it is written, so decoding a large photo into a
+/// new buffer costs close to twice what decoding it into a reused one does. Thumbnails pay too: glibc serves
+/// blocks above its mmap threshold (128 KiB) with fresh pages, so pooling only the megabyte-sized buffers
+/// leaves most of a cold scroll's page faults in place; pooling down to ``minimumPooledBytes`` removes many of
+/// them and saves CPU time. Smaller blocks glibc reuses itself. The pool is bounded by ``capacity`` bytes and hands a buffer out only
 /// when it is no more than twice the size asked for, so a thumbnail never pins a full-size buffer.
 public final class BitmapBufferPool: Sendable {
     /// The pool every ``Bitmap`` uses.

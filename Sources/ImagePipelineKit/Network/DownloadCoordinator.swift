@@ -3,10 +3,10 @@ import Synchronization
 import PipelineLocking
 
 /// Runs image downloads for fetches: one download shared by identical fetches, highest priority first, a
-/// bounded number at a time, resuming partial images (TIP's image downloader, tip-behaviour b7).
+/// bounded number at a time, resuming partial images (the rules of TIP's image downloader).
 ///
 /// - Fetches share a download when URL, identifier, pipeline, extra headers and hydration key are equal
-///   (``NetworkLoadRequest/hydrationKey``). A fetch that joins late gets the response and the bytes so far.
+///   (``ImageDownloadRequest/hydrationKey``). A fetch that joins late gets the response and the bytes so far.
 /// - A download runs at the highest priority of its fetches, recomputed when one joins, leaves or changes
 ///   priority; waiting downloads start highest priority first, at most ``maxConcurrentDownloads`` at a time.
 /// - Cancelling one fetch detaches it; cancelling the last one cancels the download, and that fetch gets the
@@ -26,14 +26,14 @@ public final class DownloadCoordinator: @unchecked Sendable {
     private let onQueue = DispatchSpecificKey<ObjectIdentifier>()
     private let limit: Locked<Int>
     private let configuration: GlobalConfiguration
-    private var downloads: [NetworkLoadRequest.SharingKey: SharedDownload] = [:]
+    private var downloads: [ImageDownloadRequest.SharingKey: SharedDownload] = [:]
     private var pending: [SharedDownload] = []
     private var running = 0
     private var nextSequence = 0
     private var joins = 0
     /// Downloads that succeeded whose owner has not yet stored the image (see `sharesResultUntilStored`). The
     /// owner is only named, not held: holding it would keep its fetch, and the fetch's pipeline, alive.
-    private var unstored: [NetworkLoadRequest.SharingKey: (result: NetworkLoadResult, owner: ObjectIdentifier)] = [:]
+    private var unstored: [ImageDownloadRequest.SharingKey: (result: DownloadResult, owner: ObjectIdentifier)] = [:]
     /// How long an unstored result is kept when its owner never says it stored it (it failed, or went away).
     static let unstoredResultLifetime: DispatchTimeInterval = .seconds(5)
 
@@ -60,12 +60,12 @@ public final class DownloadCoordinator: @unchecked Sendable {
     ///
     /// With `sharesResultUntilStored`, a download this load owns that succeeds stays joinable after it ended:
     /// identical loads get its bytes (as a late joiner would) until the owner calls
-    /// ``NetworkLoadAttachment/resultStored()``, having put the image where later fetches look first. That closes
+    /// ``DownloadAttachment/resultStored()``, having put the image where later fetches look first. That closes
     /// the window between a download's end and the cache write, a decode long, in which an identical fetch would
     /// otherwise start a second download.
-    public func load(_ request: NetworkLoadRequest, priority: Operation.QueuePriority = .normal,
-                     client: any NetworkLoadClient, sharesResultUntilStored: Bool = false) -> NetworkLoadAttachment {
-        let attachment = NetworkLoadAttachment(coordinator: self, client: client, priority: priority,
+    public func load(_ request: ImageDownloadRequest, priority: Operation.QueuePriority = .normal,
+                     client: any DownloadClient, sharesResultUntilStored: Bool = false) -> DownloadAttachment {
+        let attachment = DownloadAttachment(coordinator: self, client: client, priority: priority,
                                                sharesResultUntilStored: sharesResultUntilStored)
         runOnQueue { _queue_attach(attachment, request: request) }
         return attachment
@@ -84,7 +84,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
 
     // MARK: - On the queue
 
-    private func _queue_attach(_ attachment: NetworkLoadAttachment, request: NetworkLoadRequest) {
+    private func _queue_attach(_ attachment: DownloadAttachment, request: ImageDownloadRequest) {
         let key = request.sharingKey
         if let key, let download = downloads[key], !download.isFinished {
             joins += 1
@@ -132,7 +132,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
     }
 
     /// Keeps a successful download's result for identical loads until `owner` stored it (or a while passed).
-    func _queue_keepUnstored(_ result: NetworkLoadResult, key: NetworkLoadRequest.SharingKey, owner: NetworkLoadAttachment) {
+    func _queue_keepUnstored(_ result: DownloadResult, key: ImageDownloadRequest.SharingKey, owner: DownloadAttachment) {
         let owner = ObjectIdentifier(owner)
         unstored[key] = (result, owner)
         queue.asyncAfter(deadline: .now() + Self.unstoredResultLifetime) { [weak self] in
@@ -141,24 +141,24 @@ public final class DownloadCoordinator: @unchecked Sendable {
         }
     }
 
-    func _queue_resultStored(by owner: NetworkLoadAttachment) {
+    func _queue_resultStored(by owner: DownloadAttachment) {
         for (key, entry) in unstored where entry.owner == ObjectIdentifier(owner) { unstored[key] = nil }
     }
 
     /// A finished download's events for a load that came after its end: response, every byte, success (not
     /// as owner), on a later turn of the queue.
-    private func _queue_replay(_ result: NetworkLoadResult, to attachment: NetworkLoadAttachment) {
+    private func _queue_replay(_ result: DownloadResult, to attachment: DownloadAttachment) {
         queue.async {
             guard !attachment.isDetached else { return }
             attachment.isDetached = true
             let client = attachment.client
-            client.networkLoad(attachment, didReceive: result.response, resumedByteCount: 0,
+            client.downloadAttachment(attachment, didReceive: result.response, resumedByteCount: 0,
                                expectedByteCount: result.data.count)
-            if !result.data.isEmpty { client.networkLoad(attachment, didAppend: result.data, totalByteCount: result.data.count) }
+            if !result.data.isEmpty { client.downloadAttachment(attachment, didAppend: result.data, totalByteCount: result.data.count) }
             var shared = result
             shared.isOwner = false
             shared.wasResumed = false
-            client.networkLoad(attachment, didFinishWith: .success(shared))
+            client.downloadAttachment(attachment, didFinishWith: .success(shared))
         }
     }
 
@@ -172,10 +172,10 @@ public final class DownloadCoordinator: @unchecked Sendable {
 }
 
 /// One fetch's membership in a shared download: change its priority or leave it. Thread-safe.
-public final class NetworkLoadAttachment: @unchecked Sendable {
+public final class DownloadAttachment: @unchecked Sendable {
     // @unchecked: `download`, `isDetached` and `isCaughtUp` are touched only on the coordinator's queue;
     // `currentPriority` is behind its lock.
-    let client: any NetworkLoadClient
+    let client: any DownloadClient
     private let coordinator: DownloadCoordinator
     private let currentPriority: Locked<Operation.QueuePriority>
     /// The download this fetch belongs to; the two hold each other until the fetch is detached.
@@ -187,7 +187,7 @@ public final class NetworkLoadAttachment: @unchecked Sendable {
     /// See ``DownloadCoordinator/load(_:priority:client:sharesResultUntilStored:)``.
     let sharesResultUntilStored: Bool
 
-    init(coordinator: DownloadCoordinator, client: any NetworkLoadClient, priority: Operation.QueuePriority,
+    init(coordinator: DownloadCoordinator, client: any DownloadClient, priority: Operation.QueuePriority,
          sharesResultUntilStored: Bool) {
         self.coordinator = coordinator
         self.client = client
@@ -217,7 +217,7 @@ public final class NetworkLoadAttachment: @unchecked Sendable {
         coordinator.runOnQueue { download.map(ObjectIdentifier.init) }
     }
 
-    /// Leaves the download: this fetch gets a ``NetworkLoadError/cancelled`` outcome (with the partial image,
+    /// Leaves the download: this fetch gets a ``ImageDownloadError/cancelled`` outcome (with the partial image,
     /// when it was the last fetch and the download stops); the others carry on. Asynchronous; idempotent.
     public func cancel() {
         coordinator.queue.async { [self] in

@@ -116,14 +116,3 @@ package final class FileDownload: Sendable {
         }
     }
 }
-
-/// RFC 9110 IMF-fixdate, as `Last-Modified` carries it.
-enum HTTPDate {
-    static func format(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
-    }
-}

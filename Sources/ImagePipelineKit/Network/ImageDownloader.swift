@@ -1,8 +1,9 @@
 import Foundation
 
-// TIP's pluggable download provider (tip-behaviour a10), reduced to what a downloader must do: fetch one URL,
-// stream its response in order, and finish exactly once. Hydration, authorization, coalescing, resume and
-// the "unnecessary error" rule (b7) belong to the coordinator above this protocol; it expresses them through
+// TIP's pluggable download provider (an app can swap in its own networking), reduced to what a downloader must
+// do: fetch one URL, stream its response in order, and finish exactly once. Hydration, authorization,
+// coalescing, resume and the "unnecessary error" rule (a transport error after every byte of a known length
+// arrived does not fail the image) belong to the coordinator above this protocol; it expresses them through
 // the request's headers and by reading the response and the completion faithfully.
 
 /// Loads image bytes over the network (or from disk, when a request allows file URLs).

@@ -7,12 +7,12 @@ final class SharedDownload: @unchecked Sendable {
 
     private enum Phase { case waiting, preparing, running, finished }
 
-    let request: NetworkLoadRequest
+    let request: ImageDownloadRequest
     let sequence: Int
     private let coordinator: DownloadCoordinator
     private var phase = Phase.waiting
     /// The fetches, owner (the one that created it) first.
-    private var attachments: [NetworkLoadAttachment]
+    private var attachments: [DownloadAttachment]
     private(set) var priority: Operation.QueuePriority
     private var task: (any ImageDownloadTask)?
     /// Bumped whenever a task is replaced (a 416 retry), so a stale task's late events are ignored.
@@ -24,7 +24,7 @@ final class SharedDownload: @unchecked Sendable {
     private var expectedByteCount: Int?
     private var wasResumed = false
 
-    init(coordinator: DownloadCoordinator, request: NetworkLoadRequest, sequence: Int, owner: NetworkLoadAttachment) {
+    init(coordinator: DownloadCoordinator, request: ImageDownloadRequest, sequence: Int, owner: DownloadAttachment) {
         self.coordinator = coordinator
         self.request = request
         self.sequence = sequence
@@ -39,7 +39,7 @@ final class SharedDownload: @unchecked Sendable {
 
     /// Adds a fetch; once the queue gets to it, it is sent the response and the bytes so far, in order with
     /// everything that follows.
-    func _queue_join(_ attachment: NetworkLoadAttachment) {
+    func _queue_join(_ attachment: DownloadAttachment) {
         attachment.download = self
         attachments.append(attachment)
         guard response != nil else { return }
@@ -47,16 +47,16 @@ final class SharedDownload: @unchecked Sendable {
         coordinator.queue.async { [self] in
             guard !attachment.isDetached, let response else { return }
             attachment.isCaughtUp = true
-            attachment.client.networkLoad(attachment, didReceive: response, resumedByteCount: 0,
+            attachment.client.downloadAttachment(attachment, didReceive: response, resumedByteCount: 0,
                                           expectedByteCount: expectedByteCount)
             if !bytes.isEmpty {
-                attachment.client.networkLoad(attachment, didAppend: bytes, totalByteCount: bytes.count)
+                attachment.client.downloadAttachment(attachment, didAppend: bytes, totalByteCount: bytes.count)
             }
         }
     }
 
     /// A fetch leaves. The last one to leave stops the download and takes the partial image with it.
-    func _queue_detach(_ attachment: NetworkLoadAttachment) {
+    func _queue_detach(_ attachment: DownloadAttachment) {
         attachments.removeAll { $0 === attachment }
         guard attachments.isEmpty, phase != .finished else {
             _queue_deliver(.failure(.cancelled, partial: nil), to: attachment)
@@ -100,8 +100,8 @@ final class SharedDownload: @unchecked Sendable {
 
     /// Runs the user's hydration, then authorization, off the queue.
     private static func prepare(
-        _ request: DownloadRequest, hydration: NetworkLoadRequest.Hydration?, authorization: NetworkLoadRequest.Authorization?
-    ) async -> Result<DownloadRequest, NetworkLoadError> {
+        _ request: DownloadRequest, hydration: ImageDownloadRequest.Hydration?, authorization: ImageDownloadRequest.Authorization?
+    ) async -> Result<DownloadRequest, ImageDownloadError> {
         var request = request
         if let hydration {
             do {
@@ -124,7 +124,7 @@ final class SharedDownload: @unchecked Sendable {
         return .success(request)
     }
 
-    private func _queue_prepared(_ prepared: Result<DownloadRequest, NetworkLoadError>) {
+    private func _queue_prepared(_ prepared: Result<DownloadRequest, ImageDownloadError>) {
         guard phase == .preparing else { return }   // every fetch left meanwhile
         switch prepared {
         case .failure(let error):
@@ -179,7 +179,7 @@ final class SharedDownload: @unchecked Sendable {
         }
         self.response = response
         for attachment in attachments where attachment.isCaughtUp {
-            attachment.client.networkLoad(attachment, didReceive: response, resumedByteCount: wasResumed ? bytes.count : 0,
+            attachment.client.downloadAttachment(attachment, didReceive: response, resumedByteCount: wasResumed ? bytes.count : 0,
                                           expectedByteCount: expectedByteCount)
         }
     }
@@ -203,22 +203,25 @@ final class SharedDownload: @unchecked Sendable {
         }
         bytes.append(chunk)
         for attachment in attachments where attachment.isCaughtUp {
-            attachment.client.networkLoad(attachment, didAppend: chunk, totalByteCount: bytes.count)
+            attachment.client.downloadAttachment(attachment, didAppend: chunk, totalByteCount: bytes.count)
         }
     }
 
     func _queue_didComplete(_ error: DownloadError?, attempt: Int) {
         guard attempt == self.attempt, phase == .running else { return }
-        // The owner (first fetch) gets the partial on failure and stores the bytes on success (TIP b7).
-        let outcome: (_ isOwner: Bool) -> NetworkLoadOutcome
+        // The owner (first fetch) gets the partial on failure and stores the bytes on success, as in TIP: the
+        // fetches that joined later get the image but never write it, so it is stored once.
+        let outcome: (_ isOwner: Bool) -> DownloadOutcome
         if let response, Self.isImageStatus(response.statusCode) {
-            // Judged on the bytes, not the transport (TIP PR #45, #51): all of a known length is the image.
+            // Judged on the bytes, not the transport, as TIP came to do: CDNs often end a response badly after
+            // its last byte, and failing that image would only make it download again. All of a known length
+            // is the image.
             let whole = expectedByteCount.map { $0 > 0 && bytes.count == $0 } ?? (error == nil)
             if whole {
                 if let error {
                     coordinator.report(.imageDownloadedWithUnnecessaryError(identifier: request.identifier, error: error))
                 }
-                let result = NetworkLoadResult(data: bytes, response: response, wasResumed: wasResumed, isOwner: false,
+                let result = DownloadResult(data: bytes, response: response, wasResumed: wasResumed, isOwner: false,
                                                unnecessaryError: error)
                 if let key = request.sharingKey, let owner = attachments.first, owner.sharesResultUntilStored {
                     coordinator._queue_keepUnstored(result, key: key, owner: owner)
@@ -230,11 +233,11 @@ final class SharedDownload: @unchecked Sendable {
                 }
             } else {
                 let partial = _queue_resumablePartial()
-                let failure = NetworkLoadError.download(error ?? .transport(description: "the body ended early"))
+                let failure = ImageDownloadError.download(error ?? .transport(description: "the body ended early"))
                 outcome = { isOwner in .failure(failure, partial: isOwner ? partial : nil) }
             }
         } else {
-            let failure: NetworkLoadError = response.map { .httpStatus($0.statusCode) }
+            let failure: ImageDownloadError = response.map { .httpStatus($0.statusCode) }
                 ?? .download(error ?? .transport(description: "no response"))
             outcome = { _ in .failure(failure, partial: nil) }
         }
@@ -253,15 +256,15 @@ final class SharedDownload: @unchecked Sendable {
         coordinator._queue_downloadEnded(self, wasRunning: wasRunning)
     }
 
-    private func _queue_deliver(_ outcome: NetworkLoadOutcome, to attachment: NetworkLoadAttachment) {
+    private func _queue_deliver(_ outcome: DownloadOutcome, to attachment: DownloadAttachment) {
         guard !attachment.isDetached else { return }
         attachment.isDetached = true
         attachment.download = nil
-        attachment.client.networkLoad(attachment, didFinishWith: outcome)
+        attachment.client.downloadAttachment(attachment, didFinishWith: outcome)
     }
 
-    /// The bytes so far as a partial image to resume later, when the server allows it (TIP b7: ranges
-    /// accepted and a validator given; here a strong ETag counts as well as Last-Modified).
+    /// The bytes so far as a partial image to resume later, when the server allows it (as in TIP: it accepts
+    /// byte ranges and gave a validator to resume against; here a strong ETag counts as well as Last-Modified).
     private func _queue_resumablePartial() -> PartialImageData? {
         guard let response, response.statusCode == 200 || response.statusCode == 206, !bytes.isEmpty,
               let expected = expectedByteCount, bytes.count < expected else { return nil }

@@ -3,10 +3,7 @@ import Foundation
 extension ImagePipeline {
     /// Forgets `identifier` in the rendered, memory and disk caches (TIP's `clearImageWithIdentifier:`).
     public func clearImage(identifier: String) {
-        renderedCache.clear(identifier: identifier)
-        memoryCache.clear(identifier: identifier)
-        diskCache?.remove(identifier: identifier)
-        renditionTables?.removeRenditions(of: identifier)
+        caches.clear(identifier: identifier)
     }
 
     /// Marks the renditions of `identifier` dirty: a later fetch shows them as a preview and reloads.
@@ -16,15 +13,13 @@ extension ImagePipeline {
 
     /// Empties the rendered and memory caches.
     public func clearMemoryCaches() {
-        renderedCache.clearAll()
-        memoryCache.clearAll()
+        caches.clearMemory()
     }
 
     /// Deletes every disk entry; once the pipeline is released its directory goes too, so
-    /// ``knownIdentifiers(cacheRoot:)`` stops listing it (TIP's scenario 49).
+    /// ``knownIdentifiers(cacheRoot:)`` stops listing it (as TIP does).
     public func clearDiskCache() {
-        diskCache?.removeAll()
-        renditionTables?.removeAll()
+        caches.clearDisk()
         diskCache?.removesDirectoryWhenReleasedEmpty = true
     }
 
@@ -34,12 +29,8 @@ extension ImagePipeline {
     public func changeIdentifier(_ identifier: String, to newIdentifier: String) throws(DiskCacheError) {
         guard let diskCache else { throw .file(operation: "move", errno: EINVAL) }
         try diskCache.changeIdentifier(identifier, to: newIdentifier)
-        renderedCache.clear(identifier: identifier)
-        memoryCache.clear(identifier: identifier)
-        renderedCache.clear(identifier: newIdentifier)
-        memoryCache.clear(identifier: newIdentifier)
-        renditionTables?.removeRenditions(of: identifier)
-        renditionTables?.removeRenditions(of: newIdentifier)
+        caches.forgetInMemory(identifier: identifier)
+        caches.forgetInMemory(identifier: newIdentifier)
     }
 
     /// Copies the disk file of `identifier` to a temporary file, hands its URL to `body`, and deletes it when

@@ -6,12 +6,12 @@ import PipelineLocking
 public enum ImagePipelineError: Error, Hashable, Sendable {
     /// Empty, or with characters outside `[A-Za-z0-9._-]` (or exactly `.`/`..`).
     case invalidIdentifier(String)
-    /// A live pipeline already has this identifier (TIP's scenario 1).
+    /// A live pipeline already has this identifier (as in TIP).
     case identifierInUse(String)
 }
 
 /// A named set of caches — rendered, memory and disk — that fetches and stores go through (TIP's
-/// `TIPImagePipeline`, tip-behaviour a1).
+/// `TIPImagePipeline`).
 ///
 /// Identifiers are unique among live pipelines; releasing a pipeline frees its identifier and gives its
 /// rendered and memory bytes back to the global totals (its disk entries stay for the next pipeline with the
@@ -20,12 +20,14 @@ public final class ImagePipeline: Sendable {
     /// The pipeline's name, also its directory's name under the cache root.
     public let identifier: String
     /// Decoded, scaled images, looked up synchronously.
-    public let renderedCache: RenderedCache
+    public var renderedCache: RenderedCache { caches.rendered }
     /// Encoded image bytes and partial downloads in memory.
-    public let memoryCache: MemoryCache
+    public var memoryCache: MemoryCache { caches.memory }
     /// Encoded image bytes and partial downloads on disk; `nil` when the directory could not be created (the
     /// pipeline then runs without a disk cache, as TIP does).
-    public let diskCache: DiskCache?
+    public var diskCache: DiskCache? { caches.disk }
+    /// Every cache tier of this pipeline, and how images percolate between them.
+    let caches: PipelineCaches
     /// The configuration whose limits the caches share.
     public let configuration: GlobalConfiguration
     /// Decodes running for this pipeline's fetches, which fetches of the same bytes join.
@@ -36,7 +38,6 @@ public final class ImagePipeline: Sendable {
     let storedImageWatchers = StoredImageWatchers()
     private let ownObserver = Locked<(any ImagePipelineObserver)?>(nil)
     private let extraCaches = Locked<[any AdditionalImageCache]>([])
-    private let openedTables = Locked<RenditionTables?>(nil)
 
     /// Read-only caches tried, in order, after the disk caches (TIP's `additionalCaches`).
     public var additionalCaches: [any AdditionalImageCache] {
@@ -53,7 +54,7 @@ public final class ImagePipeline: Sendable {
 
     /// Decoded renditions kept on disk, read before cached bytes are decoded; `nil` until
     /// ``useRenditionTables(sides:capacity:)``.
-    public var renditionTables: RenditionTables? { openedTables.withLock { $0 } }
+    public var renditionTables: RenditionTables? { caches.renditionTables }
 
     /// Keeps fetched images' renditions in memory-mapped tables in the pipeline's directory, one table per size
     /// class in `sides` (the largest width or height it holds), each with `capacity` slots, so that a fetch of
@@ -64,7 +65,7 @@ public final class ImagePipeline: Sendable {
     public func useRenditionTables(sides: [Int], capacity: Int) throws(ImageTableError) {
         guard let directory = diskCache?.directory else { throw .fileSystem(operation: "open", errno: ENOENT) }
         let tables = try RenditionTables(directory: directory, sides: sides, capacity: capacity)
-        openedTables.withLock { $0 = tables }
+        caches.useRenditionTables(tables)
     }
 
     /// `$XDG_CACHE_HOME/ImagePipelineKit`, else `~/.cache/ImagePipelineKit`.
@@ -85,11 +86,11 @@ public final class ImagePipeline: Sendable {
         guard PipelineRegistry.shared.claim(identifier) else { throw .identifierInUse(identifier) }
         self.identifier = identifier
         self.configuration = configuration
-        renderedCache = RenderedCache(owner: identifier, pool: configuration.renderedPool)
-        memoryCache = MemoryCache(owner: identifier, pool: configuration.memoryPool)
-        diskCache = try? DiskCache(
-            directory: cacheRoot.appendingPathComponent(identifier).path, owner: identifier,
-            pool: configuration.diskPool, fileSystem: fileSystem)
+        caches = PipelineCaches(
+            rendered: RenderedCache(owner: identifier, pool: configuration.renderedPool),
+            memory: MemoryCache(owner: identifier, pool: configuration.memoryPool),
+            disk: try? DiskCache(directory: cacheRoot.appendingPathComponent(identifier).path, owner: identifier,
+                                 pool: configuration.diskPool, fileSystem: fileSystem))
         PipelineRegistry.shared.register(self)
         configuration.log(.debug, "stood up pipeline \(identifier)")
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a pipeline's caches hold (TIP's `TIPImagePipelineInspectionResult`, tip-behaviour a13).
+/// What a pipeline's caches hold (TIP's `TIPImagePipelineInspectionResult`).
 public struct ImagePipelineInspection: Sendable {
     /// One cached image or partial download.
     public struct Entry: Sendable, Equatable {

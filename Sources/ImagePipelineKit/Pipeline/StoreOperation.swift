@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import PipelineLocking
 
-/// Puts an image into a pipeline's caches (TIP's store operation, tip-behaviour b14).
+/// Puts an image into a pipeline's caches (TIP's store operation).
 ///
 /// An asynchronous Foundation `Operation` on ``GlobalConfiguration/operationQueue``: other operations can
 /// wait for it (``makeDependency(of:)``). It runs the request's hydration first, clears the identifier's
@@ -128,16 +128,9 @@ public final class StoreOperation: Operation, @unchecked Sendable {
         if case .data = source { storesInMemory = true }
         guard pipeline.diskCache != nil || storesInMemory else { throw StoreError(.noCacheForStoring) }
 
-        pipeline.renderedCache.clear(identifier: identifier)
-        pipeline.renditionTables?.removeRenditions(of: identifier)
-        let onDisk = pipeline.diskCache?.storeComplete(entry, identifier: identifier, forced: !placeholder) ?? false
-        var inMemory = false
-        if storesInMemory {
-            inMemory = pipeline.memoryCache.storeComplete(entry, identifier: identifier, forced: !placeholder)
-        } else {
-            pipeline.memoryCache.clear(identifier: identifier)
+        guard pipeline.caches.store(entry, identifier: identifier, inMemory: storesInMemory, forced: !placeholder) else {
+            return false
         }
-        guard onDisk || inMemory else { return false }
         var image: ImageContainer?
         if case .image(let container) = source { image = container }
         pipeline.announceStore(StoredImageInfo(

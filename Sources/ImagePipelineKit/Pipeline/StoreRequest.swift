@@ -1,6 +1,6 @@
 import Foundation
 
-/// What to put into a pipeline's caches (TIP's `TIPImageStoreRequest`, tip-behaviour a8).
+/// What to put into a pipeline's caches (TIP's `TIPImageStoreRequest`).
 public struct StoreRequest: Sendable {
     /// Where the image comes from.
     public enum Source: Sendable {

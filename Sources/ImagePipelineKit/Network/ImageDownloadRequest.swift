@@ -3,17 +3,17 @@ import Foundation
 // The vocabulary between fetches and the ``DownloadCoordinator``: what a fetch asks the network for, what it
 // hears back, and how it can fail.
 
-/// One fetch's request for image bytes from the network (the coordinator's input; TIP's download request, b7).
+/// One fetch's request for image bytes from the network (the coordinator's input; TIP's download request).
 ///
 /// Fetches whose requests have the same URL, identifier, pipeline, headers and ``hydrationKey`` share one
 /// download (none is shared when a hydration or authorization closure comes without a key).
-public struct NetworkLoadRequest: Sendable {
+public struct ImageDownloadRequest: Sendable {
     /// Rewrites the download request before it is sent (TIP's hydration block): add headers, sign it. It must
-    /// not change the URL (``NetworkLoadError/illegalHydrationModification``); throwing fails the load with
-    /// ``NetworkLoadError/hydration(_:)``.
+    /// not change the URL (``ImageDownloadError/illegalHydrationModification``); throwing fails the load with
+    /// ``ImageDownloadError/hydration(_:)``.
     public typealias Hydration = @Sendable (DownloadRequest) async throws -> DownloadRequest
     /// The value of the `Authorization` header for a request, or `nil` for none (TIP's authorization block);
-    /// throwing fails the load with ``NetworkLoadError/authorization(_:)``.
+    /// throwing fails the load with ``ImageDownloadError/authorization(_:)``.
     public typealias Authorization = @Sendable (DownloadRequest) async throws -> String?
 
     public var url: URL
@@ -69,29 +69,29 @@ public struct NetworkLoadRequest: Sendable {
 /// Hears one fetch's share of a download. Called on the coordinator's queue, in order: at most one
 /// response, then appended chunks, then exactly one finish. Return quickly (hop to your own queue for
 /// decoding): every download's events go through that queue.
-public protocol NetworkLoadClient: AnyObject, Sendable {
+public protocol DownloadClient: AnyObject, Sendable {
     /// The response head. `resumedByteCount` is how many bytes of an earlier partial the response continues
     /// (a `206`); 0 when the image starts over — after a resume attempt, that means the partial was dropped
     /// (TIP's "did reset from partial image"). `expectedByteCount` is the whole image's length when known.
-    func networkLoad(_ load: NetworkLoadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
+    func downloadAttachment(_ attachment: DownloadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
                      expectedByteCount: Int?)
     /// More image bytes; `totalByteCount` counts everything so far, a resumed partial included. A fetch that
     /// joins a running download gets the bytes so far as one chunk.
-    func networkLoad(_ load: NetworkLoadAttachment, didAppend chunk: Data, totalByteCount: Int)
+    func downloadAttachment(_ attachment: DownloadAttachment, didAppend chunk: Data, totalByteCount: Int)
     /// The end of this fetch's share: the whole image, or why not.
-    func networkLoad(_ load: NetworkLoadAttachment, didFinishWith outcome: NetworkLoadOutcome)
+    func downloadAttachment(_ attachment: DownloadAttachment, didFinishWith outcome: DownloadOutcome)
 }
 
 /// How a fetch's share of a download ended.
-public enum NetworkLoadOutcome: Sendable {
-    case success(NetworkLoadResult)
+public enum DownloadOutcome: Sendable {
+    case success(DownloadResult)
     /// `partial` is what to keep for resuming: only for the fetch that owned the download (the first
     /// attached), and only when the server allows ranges and gave a validator.
-    case failure(NetworkLoadError, partial: PartialImageData?)
+    case failure(ImageDownloadError, partial: PartialImageData?)
 }
 
 /// A complete image from the network.
-public struct NetworkLoadResult: Sendable {
+public struct DownloadResult: Sendable {
     /// Every byte of the image, a resumed partial included.
     public var data: Data
     public var response: DownloadResponse
@@ -99,13 +99,13 @@ public struct NetworkLoadResult: Sendable {
     public var wasResumed: Bool
     /// Whether this fetch owned the download (TIP gives the bytes to store only to the first fetch).
     public var isOwner: Bool
-    /// A transport error that came after every byte had arrived (TIP's "unnecessary error", b7): the image is
-    /// whole, and the error is reported as a problem instead.
+    /// A transport error that came after every byte had arrived (TIP's "unnecessary error"; CDNs often break
+    /// the connection after the last byte): the image is whole, and the error is reported as a problem instead.
     public var unnecessaryError: DownloadError?
 }
 
 /// Why a network load failed.
-public enum NetworkLoadError: Error, Sendable, CustomStringConvertible {
+public enum ImageDownloadError: Error, Sendable, CustomStringConvertible {
     /// The fetch detached (TIP's cancelled, −1).
     case cancelled
     /// The server answered with a status other than 200/206 (TIP's HTTP transaction error, 2).

@@ -1,14 +1,16 @@
 import Foundation
 
 /// HTTP-dates (RFC 9110 §5.6.7): formatting as IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) and parsing
-/// the three forms a client may send. Done by hand with `gmtime_r`/`timegm` because `DateFormatter` is
-/// neither `Sendable` nor cheap, and every response carries a date.
-enum HTTPDate {
+/// the three forms a peer may send, as `Last-Modified`, `If-Range`, `Date` and `Expires` carry them.
+///
+/// Done by hand with `gmtime_r`/`timegm` because `DateFormatter` is neither `Sendable` nor cheap, and every
+/// response carries a date. Thread-safe.
+public enum HTTPDate {
     private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// `date` in IMF-fixdate, to the second (fractions are dropped, as `Last-Modified` has no finer grain).
-    static func format(_ date: Date) -> String {
+    public static func format(_ date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
@@ -21,7 +23,7 @@ enum HTTPDate {
 
     /// Parses IMF-fixdate, the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
     /// (`Sun Nov  6 08:49:37 1994`); `nil` for anything else.
-    static func parse(_ text: String) -> Date? {
+    public static func parse(_ text: String) -> Date? {
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         var day: Int?, monthName: String?, year: Int?, clock: String?
         switch fields.count {

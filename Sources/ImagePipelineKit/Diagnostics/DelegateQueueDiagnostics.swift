@@ -20,6 +20,9 @@ public enum DelegateQueueDiagnostics {
         var work: [ObjectIdentifier: Duration] = [:]
     }
 
+    /// Marks a delegate queue with its own identity, so that work can tell it runs there (never
+    /// `Thread.isMainThread`: under `swift test` on Linux the main queue does not run on the main thread).
+    static let delegateQueueKey = DispatchSpecificKey<ObjectIdentifier>()
     private static let tallies = Locked(Tallies())
     private static let measuring = Atomic<Bool>(false)
 
@@ -48,13 +51,13 @@ public enum DelegateQueueDiagnostics {
 
     /// Called where heavy work starts: counts it when the current queue is a delegate queue.
     static func noteHeavyWork() {
-        guard let queue = DispatchQueue.getSpecific(key: GlobalConfiguration.delegateQueueKey) else { return }
+        guard let queue = DispatchQueue.getSpecific(key: delegateQueueKey) else { return }
         tallies.withLock { $0.violations[queue, default: 0] += 1 }
     }
 
     /// Runs `body`, one turn of the pipeline's work on the current delegate queue, timing it when measuring.
     static func delegateTurn(_ body: () -> Void) {
-        guard measuresWork, let queue = DispatchQueue.getSpecific(key: GlobalConfiguration.delegateQueueKey) else {
+        guard measuresWork, let queue = DispatchQueue.getSpecific(key: delegateQueueKey) else {
             return body()
         }
         let start = threadCPUTime()

@@ -1,3 +1,5 @@
+import PipelineLocking
+
 /// A non-fatal anomaly (TIP's "problems"): the operation goes on, and the problem observer hears about it.
 public enum ImagePipelineProblem: Sendable, Equatable {
     /// A disk entry's file was missing, truncated or replaced behind the index's back (a crash between a
@@ -36,4 +38,19 @@ public enum ImagePipelineProblem: Sendable, Equatable {
 /// Hears about problems (TIP's `TIPProblemObserver`). Called on the thread that met the problem.
 public protocol ProblemObserver: AnyObject, Sendable {
     func problemWasEncountered(_ problem: ImagePipelineProblem)
+}
+
+/// Carries problems from a layer that must not know the configuration (the disk caches) to whoever reports
+/// them. Until connected, problems are dropped. Thread-safe; the sink runs on the reporting thread.
+final class ProblemRelay: Sendable {
+    private let sink = Locked<(@Sendable (ImagePipelineProblem) -> Void)?>(nil)
+
+    /// Sends every later problem to `sink`.
+    func connect(_ sink: @escaping @Sendable (ImagePipelineProblem) -> Void) {
+        self.sink.withLock { $0 = sink }
+    }
+
+    func report(_ problem: ImagePipelineProblem) {
+        sink.withLock { $0 }?(problem)
+    }
 }

@@ -1,0 +1,153 @@
+import Foundation
+
+// Delivering an image found or downloaded: decode it (or share another fetch's decode of the same bytes),
+// transform and scale it, keep it in the rendered cache (answering the fetches that wait for that rendition),
+// then succeed. Every method runs on the operation's queue.
+extension FetchOperation {
+    /// Decodes cached bytes read from `tier` at the target and succeeds with them; a disk image percolates into
+    /// memory first unless `percolates` is false. When the bytes do not decode, the entry is dropped from `tier`
+    /// and the walk goes on with `next`.
+    func _queue_deliverCached(_ cached: CachedImageData, from tier: PipelineCaches.Tier, percolates: Bool = true,
+                              orElse next: @escaping @Sendable () -> Void) {
+        let source: ImageLoadSource = tier == .memory ? .memoryCache : .diskCache
+        _queue_decodeShared(cached.data) { [self] outcome in
+            guard case .success(let decoded) = outcome else {
+                pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: plan.identifier, source: source))
+                pipeline.caches.forgetUndecodable(identifier: plan.identifier, in: tier)
+                return next()
+            }
+            // The in-memory caches take the image before the final callback: a fetch the delegate starts from
+            // there finds it.
+            if percolates { pipeline.caches.percolate(cached, readFrom: tier, identifier: plan.identifier) }
+            let (image, transformed) = _queue_transform(decoded.container, progress: 1)
+            _queue_keepRendered(image, sourceDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
+                                transformed: transformed)
+            let result = FetchResult(image: image, source: source, url: cached.url,
+                                     originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
+                                     identifier: plan.identifier, imageWasTransformed: transformed)
+            // The operation reports finished once the rendition is kept.
+            let info = CachedImageInfo(url: cached.url, dimensions: cached.dimensions, byteCount: cached.data.count,
+                                       isPlaceholder: cached.isPlaceholder)
+            _queue_succeed(result, percolate: _queue_renditionKeeper(image, of: info, transformed: transformed))
+        }
+    }
+
+    /// Decodes `data` at the target, timed for the decode-duration metric; stopped at the codec's checkpoints
+    /// when `interruption` says so (``ImageCodecError/interrupted``).
+    func _queue_decode(_ data: Data, interruption: DecodeInterruption? = nil) throws -> DecodedImage {
+        let started = ContinuousClock.now
+        let decoded = try DecodeInterruption.$current.withValue(interruption) {
+            try CodecCatalogue.shared.decode(data, target: plan.target, configuration: plan.decoderConfiguration)
+        }
+        pipeline.configuration.recordDecode(of: decoded.properties.type, duration: ContinuousClock.now - started)
+        return decoded
+    }
+
+    /// Decodes `data` at the target, or joins a decode of the same bytes that another fetch of this pipeline is
+    /// running (``SharedDecodes``), then runs `body` on this queue: at once after an own decode, later for a
+    /// joined one, and then not at all when this fetch was cancelled (or finished) meanwhile.
+    ///
+    /// A fetch cancelled while it decodes stops at the codec's next checkpoint and ends cancelled, unless other
+    /// fetches wait for that decode; a waiting fetch whose decode was stopped that way decodes on its own.
+    func _queue_decodeShared(_ data: Data, ifAborted aborted: (@Sendable () -> Void)? = nil,
+                             then body: @escaping @Sendable (SharedDecodes.Outcome) -> Void) {
+        let key = plan.keys.decodeKey(byteCount: data.count)
+        let decodes = pipeline.sharedDecodes
+        let interruption = DecodeInterruption { [weak self] in
+            (self?.isCancelled ?? true) && !decodes.hasWaiters(key)
+        }
+        // The image is held for fetches that get these bytes before `body` puts it in the rendered cache. The
+        // fetches that waited for this decode, the ones answered from its rendition and this one deliver their
+        // callbacks in one turn of the delegate queue (a hundred fetches of one image then reach the delegate
+        // within a fraction of a millisecond), sent once `body` ran.
+        let turn = SharedDelegateTurn()
+        let own = decodes.decode(data, key: key, holdingUntilReleased: true,
+                                 using: { try _queue_decode(data, interruption: interruption) },
+                                 sharing: turn) { [self] outcome, turn in
+            let run: @Sendable () -> Void = { [self] in
+                guard !_queue_abortIfNeeded() else { return aborted?() ?? () }
+                if Self.wasInterrupted(outcome) { return _queue_decodeShared(data, ifAborted: aborted, then: body) }
+                body(outcome)
+            }
+            guard let turn else { return queue.async(execute: run) }
+            // Called by the decoding fetch, which waits: this queue is idle (this fetch only waited for the
+            // decode) or finishes what it runs without waiting on another fetch's queue.
+            queue.sync { _queue_sharingDelegateTurn(turn, run) }
+        }
+        guard let own else { return }
+        defer {
+            decodes.release(key)
+            turn.enqueue(on: pipeline.configuration.delegateQueue)
+        }
+        if Self.wasInterrupted(own) {
+            metricsRecorder.noteDecodeInterrupted()
+            if _queue_abortIfNeeded() { return aborted?() ?? () }
+        }
+        _queue_sharingDelegateTurn(turn) { body(own) }
+    }
+
+    /// Runs `body` with this fetch's next delegate-queue work going into `turn` (nothing of it is on the
+    /// delegate queue yet, or what is there runs first anyway).
+    func _queue_sharingDelegateTurn(_ turn: SharedDelegateTurn, _ body: () -> Void) {
+        let outer = sharedDelegateTurn
+        sharedDelegateTurn = turn
+        defer { sharedDelegateTurn = outer }
+        body()
+    }
+
+    private static func wasInterrupted(_ outcome: SharedDecodes.Outcome) -> Bool {
+        if case .failure(let error) = outcome, (error as? ImageCodecError) == .interrupted { return true }
+        return false
+    }
+
+    /// Applies the request's transformer and scales its result to the target; `transformed` is false when
+    /// there is none or it left the image as it was.
+    func _queue_transform(_ image: ImageContainer, progress: Double) -> (image: ImageContainer, transformed: Bool) {
+        guard let transformer = plan.transformer,
+              let result = transformer.transform(image, progress: progress, targetSizing: plan.target)
+        else { return (image, false) }
+        return ((try? result.scaled(for: plan.target)) ?? result, true)
+    }
+
+    // MARK: - The rendered cache
+
+    /// Keeps a delivered image in the rendered cache when ``FetchKeys/mayKeepRendered(isPlaceholder:transformed:)``
+    /// allows, and answers the fetches waiting in the operation queue for that rendition.
+    func _queue_keepRendered(_ image: ImageContainer, sourceDimensions: PixelSize, isPlaceholder: Bool, transformed: Bool) {
+        guard plan.keys.mayKeepRendered(isPlaceholder: isPlaceholder, transformed: transformed) else { return }
+        pipeline.caches.keepRendered(
+            RenderedImage(image: image, transformerIdentifier: plan.keys.renderedTransformerIdentifier(transformed: transformed),
+                          sourceDimensions: sourceDimensions),
+            identifier: plan.identifier)
+        // Fetches of this rendition still waiting in the operation queue need no turn of it. One with
+        // dependencies left waits for them, and then finds the rendition when it starts.
+        //
+        // `sync`: a waiting fetch's queue is idle, so the answer runs in place, in order with a `start()` that
+        // comes at the same moment. It cannot deadlock: only fetches that have not started are listed, and
+        // answering one never waits on another queue. Many waiting fetches are answered on every core at once.
+        // Their callbacks share one turn of the delegate queue, enqueued once all are answered: turns sent one by
+        // one from several threads reach the queue in waves, each waking its thread again.
+        let waiting = pipeline.waitingFetches.take(waitingFor: plan.keys.renderedLookup).filter { $0 !== self && $0.isReady }
+        guard !waiting.isEmpty else { return }
+        let turn = sharedDelegateTurn ?? SharedDelegateTurn()
+        DispatchQueue.concurrentPerform(iterations: waiting.count) { index in
+            waiting[index].queue.sync { waiting[index]._queue_answerWhileWaiting(sharing: turn) }
+        }
+        // A turn this fetch shares is sent by whoever made it, after this fetch's own callbacks joined it.
+        if sharedDelegateTurn == nil { turn.enqueue(on: pipeline.configuration.delegateQueue) }
+    }
+
+    /// A fetch still waiting in the operation queue, answered from the rendered cache with the rendition another
+    /// fetch just made: its delegate hears now; the operation reports finished once the queue starts it.
+    private func _queue_answerWhileWaiting(sharing turn: SharedDelegateTurn) {
+        guard state == .idle, !isCancelled, !isDelegateGone,
+              let (result, isDirty) = pipeline.renderedResult(for: plan), !isDirty else { return }
+        // A fetch that never started has nothing on the delegate queue yet: its callbacks can go in the shared turn.
+        _queue_sharingDelegateTurn(turn) {
+            _queue_setState(.starting)
+            _queue_tellDelegate { $0.fetchOperationDidStart(self) }
+            metricsRecorder.begin(.memoryCache)
+            _queue_succeed(result)
+        }
+    }
+}

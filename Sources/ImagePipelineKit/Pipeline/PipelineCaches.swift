@@ -1,0 +1,171 @@
+import Foundation
+import PipelineLocking
+
+/// The caches of one pipeline seen as one: the rendered cache, the memory cache, the disk cache and the
+/// rendition tables. It owns how an image found in one tier, downloaded or stored percolates into the others
+/// (the faster caches get it first, the disk last), and how stores and clears reach every tier. Fetches,
+/// store operations and clearing go through here; the caches themselves know nothing of fetches.
+///
+/// Thread-safe; the disk tier does I/O, so none of it runs on a delegate queue but the rendered lookups.
+final class PipelineCaches: Sendable {
+    /// A tier a fetch reads encoded bytes from, in order.
+    enum Tier: Sendable {
+        case memory, disk
+    }
+
+    let rendered: RenderedCache
+    let memory: MemoryCache
+    /// `nil` when the pipeline's directory could not be opened.
+    let disk: DiskCache?
+    private let tables = Locked<RenditionTables?>(nil)
+
+    init(rendered: RenderedCache, memory: MemoryCache, disk: DiskCache?) {
+        self.rendered = rendered
+        self.memory = memory
+        self.disk = disk
+    }
+
+    /// Decoded renditions kept on disk; `nil` until ``useRenditionTables(_:)``.
+    var renditionTables: RenditionTables? { tables.withLock { $0 } }
+
+    func useRenditionTables(_ renditionTables: RenditionTables) {
+        tables.withLock { $0 = renditionTables }
+    }
+
+    // MARK: - Reading
+
+    /// Whether this pipeline has `tier`.
+    func has(_ tier: Tier) -> Bool {
+        tier == .memory || disk != nil
+    }
+
+    /// The unexpired entry (complete image and partial) of `identifier` in `tier`.
+    func entry(in tier: Tier, identifier: String) -> CacheEntry? {
+        switch tier {
+        case .memory: memory.entry(for: identifier)
+        case .disk: disk?.entry(for: identifier)
+        }
+    }
+
+    /// What `tier` knows of `identifier`'s complete image without reading its bytes (on disk, the index alone).
+    func completeImageInfo(in tier: Tier, identifier: String) -> CachedImageInfo? {
+        switch tier {
+        case .memory:
+            return memory.entry(for: identifier)?.complete.map {
+                CachedImageInfo(url: $0.url, dimensions: $0.dimensions, byteCount: $0.data.count, isPlaceholder: $0.isPlaceholder)
+            }
+        case .disk:
+            return disk?.completeEntryInfo(for: identifier).map {
+                CachedImageInfo(url: $0.url, dimensions: $0.dimensions, byteCount: $0.bytes, isPlaceholder: $0.isPlaceholder)
+            }
+        }
+    }
+
+    /// The rendition `lookup` names, when the rendered cache has it.
+    func renderedImage(_ lookup: RenderedLookup) -> RenderedImage? {
+        rendered.image(for: lookup.identifier, target: lookup.target, transformerIdentifier: lookup.transformerIdentifier)
+    }
+
+    /// The rendition-table view named `key`.
+    func rendition(_ key: RenditionKey) -> Bitmap? {
+        renditionTables?.image(for: key)
+    }
+
+    // MARK: - Percolation
+
+    /// A complete image read from `tier` was decoded: a disk image goes into memory too, so that the next fetch
+    /// finds it there.
+    func percolate(_ image: CachedImageData, readFrom tier: Tier, identifier: String) {
+        if tier == .disk { memory.storeComplete(image, identifier: identifier) }
+    }
+
+    /// Cached bytes in `tier` did not decode: the entry goes, so that a fetch can replace it.
+    func forgetUndecodable(identifier: String, in tier: Tier) {
+        switch tier {
+        case .memory: memory.clear(identifier: identifier)
+        case .disk: disk?.remove(identifier: identifier)
+        }
+    }
+
+    /// Keeps a rendered image for `identifier`.
+    func keepRendered(_ rendition: RenderedImage, identifier: String) {
+        rendered.store(rendition, identifier: identifier)
+    }
+
+    /// Keeps `bitmap` in the rendition tables under `key` (a no-op without tables).
+    func keepRendition(_ bitmap: Bitmap, key: RenditionKey) {
+        renditionTables?.store(bitmap, key: key)
+    }
+
+    /// Another live pipeline's disk image of the same identifier and URL, copied into this pipeline's disk
+    /// and read back from there (`nil` when this pipeline has no disk or the copy did not take).
+    func copyFromOtherPipeline(_ image: CachedImageData, identifier: String) -> CachedImageData? {
+        guard let disk else { return nil }
+        disk.storeComplete(image, identifier: identifier, forced: !image.isPlaceholder)
+        guard let stored = disk.entry(for: identifier)?.complete, stored.url == image.url else { return nil }
+        return stored
+    }
+
+    /// A freshly downloaded image, in memory at once (before the delegate hears of it, so that a fetch started
+    /// from the callback finds it); its renditions of older bytes go, and so does the partial it completes.
+    /// Returns whether memory took it; ``writeDownloadedToDisk(_:identifier:)`` follows after delivery.
+    func keepDownloaded(_ image: CachedImageData, identifier: String) -> Bool {
+        // A changed image can come back with the same URL, size and length: renditions of the old bytes go.
+        renditionTables?.removeRenditions(of: identifier)
+        let inMemory = memory.storeComplete(image, identifier: identifier)
+        memory.removePartial(identifier: identifier)
+        return inMemory
+    }
+
+    /// The disk write of a downloaded image, done after its delegate heard of it so it never delays the image.
+    func writeDownloadedToDisk(_ image: CachedImageData, identifier: String) -> Bool {
+        disk?.storeComplete(image, identifier: identifier) ?? false
+    }
+
+    /// The bytes of a download that stopped early, kept in memory and on disk for the next fetch to resume.
+    func keepPartial(_ partial: PartialImageData, identifier: String) {
+        memory.storePartial(partial, identifier: identifier)
+        disk?.storePartial(partial, identifier: identifier)
+    }
+
+    // MARK: - Stores and clears
+
+    /// A store operation's image replaces whatever `identifier` had: on disk, and in memory when
+    /// `inMemory` (otherwise memory forgets it); every rendition of the old image goes. `forced` replaces even
+    /// an entry the usual rules would keep. Returns whether memory or disk now holds it.
+    func store(_ image: CachedImageData, identifier: String, inMemory: Bool, forced: Bool) -> Bool {
+        rendered.clear(identifier: identifier)
+        renditionTables?.removeRenditions(of: identifier)
+        let onDisk = disk?.storeComplete(image, identifier: identifier, forced: forced) ?? false
+        guard inMemory else {
+            memory.clear(identifier: identifier)
+            return onDisk
+        }
+        return memory.storeComplete(image, identifier: identifier, forced: forced) || onDisk
+    }
+
+    /// Forgets `identifier` in every tier.
+    func clear(identifier: String) {
+        forgetInMemory(identifier: identifier)
+        disk?.remove(identifier: identifier)
+    }
+
+    /// Forgets `identifier` in the rendered and memory caches and the rendition tables (not on disk).
+    func forgetInMemory(identifier: String) {
+        rendered.clear(identifier: identifier)
+        memory.clear(identifier: identifier)
+        renditionTables?.removeRenditions(of: identifier)
+    }
+
+    /// Empties the rendered and memory caches.
+    func clearMemory() {
+        rendered.clearAll()
+        memory.clearAll()
+    }
+
+    /// Deletes every disk entry and rendition.
+    func clearDisk() {
+        disk?.removeAll()
+        renditionTables?.removeAll()
+    }
+}
