@@ -1,7 +1,7 @@
 import Foundation
 
 /// Encoded images of one pipeline on disk: one file per complete image and per partial download, metadata in
-/// an SQLite index (TIP's disk cache, tip-behaviour b10, with its failure modes fixed).
+/// an SQLite index (``DiskCacheIndex``; TIP's disk cache, with its failure modes fixed).
 ///
 /// - Files are named by ``SafeFileName`` (partials add `%tmp`, which no safe name can contain), so no
 ///   identifier can point outside ``directory``. The index lives in `%index.sqlite` for the same reason.
@@ -16,23 +16,21 @@ import Foundation
 /// Thread-safe: every method takes the disk caches' lock (shared by all pipelines, as TIP's disk queue is).
 /// Do not call it from the delegate queue.
 public final class DiskCache: @unchecked Sendable {
-    // @unchecked: `database`, `pendingTouches` and the files are used only under `pool`'s lock.
+    // @unchecked: `index`, `pendingTouches` and the files are used only under `pool`'s lock.
 
     /// The pipeline's directory.
     public let directory: String
     let owner: String
     let pool: DiskCachePool
-    private let fileSystem: any CacheFileSystem
-    private let database: SQLiteDatabase
-    private var pendingTouches: [EntryKey: Date] = [:]
+    let fileSystem: any CacheFileSystem
+    let index: DiskCacheIndex
+    var pendingTouches: [EntryKey: Date] = [:]
     private var removesDirectory = false
     /// Touches kept in memory before one transaction writes them.
     static let touchBatchSize = 64
 
-    private struct EntryKey: Hashable {
-        var identifier: String
-        var partial: Bool
-    }
+    typealias EntryKey = DiskCacheIndex.Key
+    typealias Row = DiskCacheIndex.Row
 
     /// Opens (creating) the cache in `directory`.
     /// - Throws: ``DiskCacheError`` when the directory or the index cannot be created or opened.
@@ -42,20 +40,8 @@ public final class DiskCache: @unchecked Sendable {
         self.pool = pool
         self.fileSystem = fileSystem
         try fileSystem.createDirectory(directory)
-        database = try SQLiteDatabase(path: directory + "/%index.sqlite")
-        try database.execute("""
-            CREATE TABLE IF NOT EXISTS entries (
-                identifier TEXT NOT NULL, partial INTEGER NOT NULL, file TEXT NOT NULL, inode INTEGER NOT NULL,
-                bytes INTEGER NOT NULL, url TEXT NOT NULL, width INTEGER, height INTEGER, last_access REAL NOT NULL,
-                ttl REAL NOT NULL, updates_expiry INTEGER NOT NULL, last_modified TEXT, etag TEXT,
-                expected_length INTEGER NOT NULL, placeholder INTEGER NOT NULL, animated INTEGER NOT NULL,
-                PRIMARY KEY (identifier, partial));
-            CREATE INDEX IF NOT EXISTS entries_by_access ON entries (last_access);
-            CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file);
-            """)
-        let totals = try database.statement("SELECT COALESCE(SUM(bytes), 0), COUNT(*) FROM entries")
-        _ = try totals.step()
-        let (bytes, count) = (totals.int(0), totals.int(1))
+        index = try DiskCacheIndex(path: directory + "/%index.sqlite")
+        let (bytes, count) = try index.totals()
         pool.withLock {
             pool._locked_register(self, owner: owner, bytes: bytes, count: count)
             // A crash between a write's commit and its pruning can leave the cache over the limits: enforce
@@ -69,7 +55,7 @@ public final class DiskCache: @unchecked Sendable {
         pool.withLock {
             try? _locked_flushTouches()
             pool._locked_unregister(owner: owner)
-            if removesDirectory, (try? scalar("SELECT COUNT(*) FROM entries")) == 0 {
+            if removesDirectory, (try? index.totals().count) == 0 {
                 try? FileManager.default.removeItem(atPath: directory)
             }
         }
@@ -135,27 +121,14 @@ public final class DiskCache: @unchecked Sendable {
     public var entries: [DiskCacheEntryInfo] {
         pool.withLock {
             try? _locked_flushTouches()
-            guard let statement = try? database.statement(
-                "SELECT identifier, partial, url, width, height, bytes, expected_length, placeholder FROM entries ORDER BY last_access DESC")
-            else { return [] }
-            var out: [DiskCacheEntryInfo] = []
-            while (try? statement.step()) == true {
-                let bytes = statement.int(5), expected = statement.int(6)
-                out.append(DiskCacheEntryInfo(
-                    identifier: statement.text(0) ?? "", isPartial: statement.int(1) != 0,
-                    url: URL(string: statement.text(2) ?? "") ?? URL(fileURLWithPath: "/"),
-                    dimensions: PixelSize(width: statement.int(3), height: statement.int(4)), bytes: bytes,
-                    progress: statement.int(1) != 0 ? min(Double(bytes) / Double(max(expected, 1)), 0.999) : 1,
-                    isPlaceholder: statement.int(7) != 0))
-            }
-            return out
+            return index.entryInfos()
         }
     }
 
     /// Bytes of all this cache's files.
-    public var totalBytes: Int { pool.withLock { (try? scalar("SELECT COALESCE(SUM(bytes), 0) FROM entries")) ?? 0 } }
+    public var totalBytes: Int { pool.withLock { (try? index.totals().bytes) ?? 0 } }
     /// Entries (complete and partial parts counted separately).
-    public var totalCount: Int { pool.withLock { (try? scalar("SELECT COUNT(*) FROM entries")) ?? 0 } }
+    public var totalCount: Int { pool.withLock { (try? index.totals().count) ?? 0 } }
 
     // MARK: - Writing
 
@@ -231,8 +204,7 @@ public final class DiskCache: @unchecked Sendable {
                 _locked_delete(to)
                 do throws(DiskCacheError) {
                     try fileSystem.rename(path(fileName(from)), to: path(fileName(to)))
-                    try database.statement("UPDATE entries SET identifier = ?, file = ? WHERE identifier = ? AND partial = ?")
-                        .bind([.text(newIdentifier), .text(fileName(to)), .text(identifier), .integer(partial ? 1 : 0)]).run()
+                    try index.move(from, to: newIdentifier, file: fileName(to))
                     moved = true
                 } catch {
                     // A partial that cannot move is dropped (TIP tolerates it); a complete one stays and the
@@ -263,55 +235,17 @@ public final class DiskCache: @unchecked Sendable {
 
     // MARK: - Under the lock
 
-    /// One index row.
-    private struct Row {
-        var url: URL
-        var dimensions: PixelSize?
-        var bytes: Int
-        var lastAccess: Date
-        var ttl: TimeInterval
-        var updatesExpiry: Bool
-        var lastModified: String?
-        var entityTag: String?
-        var expectedLength: Int
-        var placeholder: Bool
-        var animated: Bool
-        var inode: UInt64 = 0
-
-        /// The complete image this row describes, holding `data`.
-        func cachedImage(_ data: Data, lastAccess: Date) -> CachedImageData {
-            CachedImageData(data: data, url: url, dimensions: dimensions ?? PixelSize(width: 0, height: 0),
-                            isPlaceholder: placeholder, isAnimated: animated, timeToLive: ttl,
-                            updatesExpiryOnAccess: updatesExpiry, lastAccess: lastAccess)
-        }
-    }
-
-    private func fileName(_ key: EntryKey) -> String {
+    func fileName(_ key: EntryKey) -> String {
         SafeFileName.make(for: key.identifier) + (key.partial ? "%tmp" : "")
     }
 
-    private func path(_ name: String) -> String { directory + "/" + name }
+    func path(_ name: String) -> String { directory + "/" + name }
 
-    private func scalar(_ sql: String) throws -> Int {
-        let statement = try database.statement(sql)
-        _ = try statement.step()
-        return statement.int(0)
-    }
-
-    private func _locked_row(_ key: EntryKey) throws -> Row? {
-        let statement = try database.statement("""
-            SELECT url, width, height, bytes, last_access, ttl, updates_expiry, last_modified, etag, expected_length,
-                   placeholder, animated, inode FROM entries WHERE identifier = ? AND partial = ?
-            """).bind([.text(key.identifier), .integer(key.partial ? 1 : 0)])
-        guard try statement.step(), let url = statement.text(0).flatMap(URL.init(string:)) else { return nil }
-        let width = statement.int(1), height = statement.int(2)
-        var lastAccess = Date(timeIntervalSinceReferenceDate: statement.double(4))
-        if let pending = pendingTouches[key] { lastAccess = pending }
-        return Row(url: url, dimensions: width > 0 && height > 0 ? PixelSize(width: width, height: height) : nil,
-                   bytes: statement.int(3), lastAccess: lastAccess, ttl: statement.double(5),
-                   updatesExpiry: statement.int(6) != 0, lastModified: statement.text(7), entityTag: statement.text(8),
-                   expectedLength: statement.int(9), placeholder: statement.int(10) != 0, animated: statement.int(11) != 0,
-                   inode: UInt64(bitPattern: Int64(statement.int(12))))
+    /// The row of `key`, with its last access as this process last saw it (touches are written in batches).
+    func _locked_row(_ key: EntryKey) throws -> Row? {
+        guard var row = try index.row(key) else { return nil }
+        if let pending = pendingTouches[key] { row.lastAccess = pending }
+        return row
     }
 
     /// The row of `key`, or nil when there is none or it expired (then deleted).
@@ -344,7 +278,7 @@ public final class DiskCache: @unchecked Sendable {
         return (row, file.data)
     }
 
-    private func _locked_discardCorrupt(_ key: EntryKey, reason: String) {
+    func _locked_discardCorrupt(_ key: EntryKey, reason: String) {
         _locked_delete(key)
         pool._locked_report(.diskCacheEntryCorrupt(identifier: key.identifier, reason: reason))
     }
@@ -370,17 +304,7 @@ public final class DiskCache: @unchecked Sendable {
         var row = row
         row.inode = fileSystem.inode(of: path(name)) ?? 0
         do {
-            try database.statement("""
-                INSERT OR REPLACE INTO entries (identifier, partial, file, inode, bytes, url, width, height, last_access,
-                    ttl, updates_expiry, last_modified, etag, expected_length, placeholder, animated)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).bind([
-                    .text(key.identifier), .integer(key.partial ? 1 : 0), .text(name), .integer(Int(Int64(bitPattern: row.inode))),
-                    .integer(row.bytes), .text(row.url.absoluteString), .integer(row.dimensions?.width ?? 0),
-                    .integer(row.dimensions?.height ?? 0), .real(row.lastAccess.timeIntervalSinceReferenceDate), .real(row.ttl),
-                    .integer(row.updatesExpiry ? 1 : 0), .optional(row.lastModified), .optional(row.entityTag),
-                    .integer(row.expectedLength), .integer(row.placeholder ? 1 : 0), .integer(row.animated ? 1 : 0),
-                ]).run()
+            try index.upsert(row, key: key, file: name)
         } catch {
             // The file is the new one but the index kept the old row: the inode check will catch it on read.
             pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier, error: error))
@@ -391,11 +315,10 @@ public final class DiskCache: @unchecked Sendable {
         return true
     }
 
-    private func _locked_delete(_ key: EntryKey) {
+    func _locked_delete(_ key: EntryKey) {
         guard let row = try? _locked_row(key) else { return }
         fileSystem.remove(path(fileName(key)))
-        _ = try? database.statement("DELETE FROM entries WHERE identifier = ? AND partial = ?")
-            .bind([.text(key.identifier), .integer(key.partial ? 1 : 0)]).run()
+        try? index.delete(key)
         pendingTouches[key] = nil
         pool._locked_adjust(owner: owner, bytes: -row.bytes, count: -1)
     }
@@ -408,116 +331,24 @@ public final class DiskCache: @unchecked Sendable {
     private func _locked_flushTouches() throws {
         guard !pendingTouches.isEmpty else { return }
         let touches = pendingTouches
-        try database.transaction {
-            for (key, date) in touches {
-                try database.statement("UPDATE entries SET last_access = ? WHERE identifier = ? AND partial = ?")
-                    .bind([.real(date.timeIntervalSinceReferenceDate), .text(key.identifier), .integer(key.partial ? 1 : 0)]).run()
-            }
-        }
+        try index.updateLastAccess(touches)
         pendingTouches = [:]
     }
 
     /// Deletes the least recently used part; false when the cache is empty.
     func _locked_evictLeastRecentlyUsed() -> Bool {
         try? _locked_flushTouches()
-        guard let statement = try? database.statement("SELECT identifier, partial FROM entries ORDER BY last_access LIMIT 1"),
-              (try? statement.step()) == true, let identifier = statement.text(0)
-        else { return false }
-        _locked_delete(EntryKey(identifier: identifier, partial: statement.int(1) != 0))
+        guard let key = index.leastRecentlyUsed() else { return false }
+        _locked_delete(key)
         return true
     }
 
-    /// Whether a row names the file `name`.
-    func _locked_indexNames(_ name: String) -> Bool {
-        guard let statement = try? database.statement("SELECT 1 FROM entries WHERE file = ? LIMIT 1").bind([.text(name)])
-        else { return true }   // when in doubt, keep the file
-        return (try? statement.step()) != false
-    }
-
-    /// Checks up to `limit` rows after `afterRow` (SQLite rowid order) and deletes the false ones: expired,
-    /// file missing or replaced (reported as corrupt), or a partial no larger than the complete image.
-    /// Returns the last rowid checked, `nil` when there were no more rows.
-    func _locked_removeFalseEntries(afterRow: Int64, limit: Int, now: Date) -> Int64? {
-        guard let statement = try? database.statement("""
-            SELECT rowid, identifier, partial, inode, last_access, ttl, width * height FROM entries
-            WHERE rowid > ? ORDER BY rowid LIMIT ?
-            """).bind([.integer(Int(afterRow)), .integer(limit)])
-        else { return nil }
-        var rows: [(rowid: Int64, key: EntryKey, inode: UInt64, expired: Bool, area: Int)] = []
-        while (try? statement.step()) == true {
-            let key = EntryKey(identifier: statement.text(1) ?? "", partial: statement.int(2) != 0)
-            let lastAccess = pendingTouches[key]?.timeIntervalSinceReferenceDate ?? statement.double(4)
-            rows.append((Int64(statement.int(0)), key, UInt64(bitPattern: Int64(statement.int(3))),
-                         now.timeIntervalSinceReferenceDate - lastAccess > statement.double(5), statement.int(6)))
-        }
-        for row in rows {
-            if row.expired {
-                _locked_delete(row.key)
-            } else if fileSystem.inode(of: path(fileName(row.key))) != row.inode {
-                _locked_discardCorrupt(row.key, reason: "the file is missing or was replaced after its index entry was written")
-            } else if row.key.partial,
-                      let complete = try? _locked_row(EntryKey(identifier: row.key.identifier, partial: false)),
-                      (complete.dimensions?.area ?? 0) >= row.area {
-                _locked_delete(row.key)
-            }
-        }
-        return rows.last?.rowid
-    }
-
     func _locked_removeAll() {
-        guard let statement = try? database.statement("SELECT identifier, partial FROM entries") else { return }
-        var keys: [EntryKey] = []
-        while (try? statement.step()) == true {
-            keys.append(EntryKey(identifier: statement.text(0) ?? "", partial: statement.int(1) != 0))
-        }
-        keys.forEach(_locked_delete)
+        index.allKeys().forEach(_locked_delete)
     }
 }
 
-/// Scenario 52's hygiene, once per open, in the background: index rows that are expired, whose file is gone
-/// or was replaced, or that are partials no larger than their complete image; then files no row names
-/// (leftovers of writes a crash interrupted, or strays). It works in batches, taking the disk lock for one
-/// batch at a time, so a large cache stays usable while it runs; the directory is listed outside the lock.
-private struct DiskCacheSweep: Sendable {
-    static let batchSize = 256
-    weak var cache: DiskCache?
-    let pool: DiskCachePool
-    let fileSystem: any CacheFileSystem
-    let directory: String
-
-    func run(now: Date = Date()) {
-        var after: Int64 = 0
-        // nil: no rows left, or the cache was released.
-        while let last = pool.withLock({ cache?._locked_removeFalseEntries(afterRow: after, limit: Self.batchSize, now: now) }) {
-            after = last
-        }
-        let names = fileSystem.contentsOfDirectory(directory).filter { !DiskCache.isReservedFileName($0) }
-        var start = 0
-        while start < names.count {
-            let batch = names[start..<min(start + Self.batchSize, names.count)]
-            let stillOpen = pool.withLock { () -> Bool in
-                guard let cache else { return false }
-                for name in batch where !cache._locked_indexNames(name) {
-                    fileSystem.remove(directory + "/" + name)
-                }
-                return true
-            }
-            guard stillOpen else { return }
-            start += Self.batchSize
-        }
-    }
-}
-
-extension DiskCache {
-    /// Starts the background sweep (see ``DiskCacheSweep``). It holds the cache weakly: releasing the cache
-    /// gives its totals back at once and stops the sweep.
-    func startSweep(fileSystem: any CacheFileSystem) {
-        let sweep = DiskCacheSweep(cache: self, pool: pool, fileSystem: fileSystem, directory: directory)
-        DispatchQueue.global(qos: .utility).async { sweep.run() }
-    }
-}
-
-/// What inspection shows of one disk entry (TIP's inspection result entry, a13).
+/// What inspection shows of one disk entry (TIP's inspection result entry).
 public struct DiskCacheEntryInfo: Sendable, Equatable {
     public var identifier: String
     public var isPartial: Bool

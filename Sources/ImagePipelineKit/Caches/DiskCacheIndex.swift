@@ -1,0 +1,182 @@
+import Foundation
+
+/// The SQLite index of one ``DiskCache``: a row per complete image and per partial download, with the file's
+/// name, inode and size, so that a file that does not match its row is caught on read. Every SQL statement
+/// of the disk cache is here. Not thread-safe: the disk cache uses it only under its pool's lock.
+final class DiskCacheIndex {
+    /// Names one part of an entry: the complete image or the partial download of an identifier.
+    struct Key: Hashable {
+        var identifier: String
+        var partial: Bool
+    }
+
+    /// One row.
+    struct Row {
+        var url: URL
+        var dimensions: PixelSize?
+        var bytes: Int
+        var lastAccess: Date
+        var ttl: TimeInterval
+        var updatesExpiry: Bool
+        var lastModified: String?
+        var entityTag: String?
+        var expectedLength: Int
+        var placeholder: Bool
+        var animated: Bool
+        var inode: UInt64 = 0
+
+        /// The complete image this row describes, holding `data`.
+        func cachedImage(_ data: Data, lastAccess: Date) -> CachedImageData {
+            CachedImageData(data: data, url: url, dimensions: dimensions ?? PixelSize(width: 0, height: 0),
+                            isPlaceholder: placeholder, isAnimated: animated, timeToLive: ttl,
+                            updatesExpiryOnAccess: updatesExpiry, lastAccess: lastAccess)
+        }
+
+    }
+
+    /// What the index's hygiene sweep needs of a row.
+    struct SweepRow {
+        var rowid: Int64
+        var key: Key
+        var inode: UInt64
+        var lastAccess: Date
+        var ttl: TimeInterval
+        var area: Int
+    }
+
+    private let database: SQLiteDatabase
+
+    /// Opens (creating) the index at `path`.
+    init(path: String) throws(DiskCacheError) {
+        database = try SQLiteDatabase(path: path)
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS entries (
+                identifier TEXT NOT NULL, partial INTEGER NOT NULL, file TEXT NOT NULL, inode INTEGER NOT NULL,
+                bytes INTEGER NOT NULL, url TEXT NOT NULL, width INTEGER, height INTEGER, last_access REAL NOT NULL,
+                ttl REAL NOT NULL, updates_expiry INTEGER NOT NULL, last_modified TEXT, etag TEXT,
+                expected_length INTEGER NOT NULL, placeholder INTEGER NOT NULL, animated INTEGER NOT NULL,
+                PRIMARY KEY (identifier, partial));
+            CREATE INDEX IF NOT EXISTS entries_by_access ON entries (last_access);
+            CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file);
+            """)
+    }
+
+    /// Bytes and rows of the whole index.
+    func totals() throws(DiskCacheError) -> (bytes: Int, count: Int) {
+        let statement = try database.statement("SELECT COALESCE(SUM(bytes), 0), COUNT(*) FROM entries")
+        _ = try statement.step()
+        return (statement.int(0), statement.int(1))
+    }
+
+    /// The row of `key`, as last written (last-access updates not yet written are the caller's).
+    func row(_ key: Key) throws(DiskCacheError) -> Row? {
+        let statement = try database.statement("""
+            SELECT url, width, height, bytes, last_access, ttl, updates_expiry, last_modified, etag, expected_length,
+                   placeholder, animated, inode FROM entries WHERE identifier = ? AND partial = ?
+            """).bind([.text(key.identifier), .integer(key.partial ? 1 : 0)])
+        guard try statement.step(), let url = statement.text(0).flatMap(URL.init(string:)) else { return nil }
+        let width = statement.int(1), height = statement.int(2)
+        return Row(url: url, dimensions: width > 0 && height > 0 ? PixelSize(width: width, height: height) : nil,
+                   bytes: statement.int(3), lastAccess: Date(timeIntervalSinceReferenceDate: statement.double(4)),
+                   ttl: statement.double(5), updatesExpiry: statement.int(6) != 0, lastModified: statement.text(7),
+                   entityTag: statement.text(8), expectedLength: statement.int(9), placeholder: statement.int(10) != 0,
+                   animated: statement.int(11) != 0, inode: UInt64(bitPattern: Int64(statement.int(12))))
+    }
+
+    /// Writes `row` for `key`, naming its file `file`, replacing any row the key had.
+    func upsert(_ row: Row, key: Key, file: String) throws(DiskCacheError) {
+        try database.statement("""
+            INSERT OR REPLACE INTO entries (identifier, partial, file, inode, bytes, url, width, height, last_access,
+                ttl, updates_expiry, last_modified, etag, expected_length, placeholder, animated)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).bind([
+                .text(key.identifier), .integer(key.partial ? 1 : 0), .text(file), .integer(Int(Int64(bitPattern: row.inode))),
+                .integer(row.bytes), .text(row.url.absoluteString), .integer(row.dimensions?.width ?? 0),
+                .integer(row.dimensions?.height ?? 0), .real(row.lastAccess.timeIntervalSinceReferenceDate), .real(row.ttl),
+                .integer(row.updatesExpiry ? 1 : 0), .optional(row.lastModified), .optional(row.entityTag),
+                .integer(row.expectedLength), .integer(row.placeholder ? 1 : 0), .integer(row.animated ? 1 : 0),
+            ]).run()
+    }
+
+    func delete(_ key: Key) throws(DiskCacheError) {
+        try database.statement("DELETE FROM entries WHERE identifier = ? AND partial = ?")
+            .bind([.text(key.identifier), .integer(key.partial ? 1 : 0)]).run()
+    }
+
+    /// Gives `from`'s row the identifier `identifier` and the file `file`.
+    func move(_ from: Key, to identifier: String, file: String) throws(DiskCacheError) {
+        try database.statement("UPDATE entries SET identifier = ?, file = ? WHERE identifier = ? AND partial = ?")
+            .bind([.text(identifier), .text(file), .text(from.identifier), .integer(from.partial ? 1 : 0)]).run()
+    }
+
+    /// Writes last-access times in one transaction.
+    func updateLastAccess(_ touches: [Key: Date]) throws {
+        try database.transaction {
+            for (key, date) in touches {
+                try database.statement("UPDATE entries SET last_access = ? WHERE identifier = ? AND partial = ?")
+                    .bind([.real(date.timeIntervalSinceReferenceDate), .text(key.identifier), .integer(key.partial ? 1 : 0)]).run()
+            }
+        }
+    }
+
+    /// The least recently used part, if any.
+    func leastRecentlyUsed() -> Key? {
+        guard let statement = try? database.statement("SELECT identifier, partial FROM entries ORDER BY last_access LIMIT 1"),
+              (try? statement.step()) == true, let identifier = statement.text(0)
+        else { return nil }
+        return Key(identifier: identifier, partial: statement.int(1) != 0)
+    }
+
+    /// Whether a row names the file `name` (true when the index cannot tell: a file is kept when in doubt).
+    func namesFile(_ name: String) -> Bool {
+        guard let statement = try? database.statement("SELECT 1 FROM entries WHERE file = ? LIMIT 1").bind([.text(name)])
+        else { return true }
+        return (try? statement.step()) != false
+    }
+
+    /// Up to `limit` rows after `afterRow`, in rowid order.
+    func rows(after afterRow: Int64, limit: Int) -> [SweepRow] {
+        guard let statement = try? database.statement("""
+            SELECT rowid, identifier, partial, inode, last_access, ttl, width * height FROM entries
+            WHERE rowid > ? ORDER BY rowid LIMIT ?
+            """).bind([.integer(Int(afterRow)), .integer(limit)])
+        else { return [] }
+        var rows: [SweepRow] = []
+        while (try? statement.step()) == true {
+            rows.append(SweepRow(rowid: Int64(statement.int(0)),
+                                 key: Key(identifier: statement.text(1) ?? "", partial: statement.int(2) != 0),
+                                 inode: UInt64(bitPattern: Int64(statement.int(3))),
+                                 lastAccess: Date(timeIntervalSinceReferenceDate: statement.double(4)),
+                                 ttl: statement.double(5), area: statement.int(6)))
+        }
+        return rows
+    }
+
+    /// Every part's key.
+    func allKeys() -> [Key] {
+        guard let statement = try? database.statement("SELECT identifier, partial FROM entries") else { return [] }
+        var keys: [Key] = []
+        while (try? statement.step()) == true {
+            keys.append(Key(identifier: statement.text(0) ?? "", partial: statement.int(1) != 0))
+        }
+        return keys
+    }
+
+    /// What inspection shows of every part, most recently used first.
+    func entryInfos() -> [DiskCacheEntryInfo] {
+        guard let statement = try? database.statement(
+            "SELECT identifier, partial, url, width, height, bytes, expected_length, placeholder FROM entries ORDER BY last_access DESC")
+        else { return [] }
+        var out: [DiskCacheEntryInfo] = []
+        while (try? statement.step()) == true {
+            let bytes = statement.int(5), expected = statement.int(6)
+            out.append(DiskCacheEntryInfo(
+                identifier: statement.text(0) ?? "", isPartial: statement.int(1) != 0,
+                url: URL(string: statement.text(2) ?? "") ?? URL(fileURLWithPath: "/"),
+                dimensions: PixelSize(width: statement.int(3), height: statement.int(4)), bytes: bytes,
+                progress: statement.int(1) != 0 ? min(Double(bytes) / Double(max(expected, 1)), 0.999) : 1,
+                isPlaceholder: statement.int(7) != 0))
+        }
+        return out
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// The disk cache's hygiene, once per open, in the background: index rows that are expired, whose file is gone
+/// or was replaced, or that are partials no larger than their complete image; then files no row names
+/// (leftovers of writes a crash interrupted, or strays). It works in batches, taking the disk lock for one
+/// batch at a time, so a large cache stays usable while it runs; the directory is listed outside the lock.
+private struct DiskCacheSweep: Sendable {
+    static let batchSize = 256
+    weak var cache: DiskCache?
+    let pool: DiskCachePool
+    let fileSystem: any CacheFileSystem
+    let directory: String
+
+    func run(now: Date = Date()) {
+        var after: Int64 = 0
+        // nil: no rows left, or the cache was released.
+        while let last = pool.withLock({ cache?._locked_removeFalseEntries(afterRow: after, limit: Self.batchSize, now: now) }) {
+            after = last
+        }
+        let names = fileSystem.contentsOfDirectory(directory).filter { !DiskCache.isReservedFileName($0) }
+        var start = 0
+        while start < names.count {
+            let batch = names[start..<min(start + Self.batchSize, names.count)]
+            let stillOpen = pool.withLock { () -> Bool in
+                guard let cache else { return false }
+                for name in batch where !cache._locked_indexNames(name) {
+                    fileSystem.remove(directory + "/" + name)
+                }
+                return true
+            }
+            guard stillOpen else { return }
+            start += Self.batchSize
+        }
+    }
+}
+
+extension DiskCache {
+    /// Starts the background sweep (see ``DiskCacheSweep``). It holds the cache weakly: releasing the cache
+    /// gives its totals back at once and stops the sweep.
+    func startSweep(fileSystem: any CacheFileSystem) {
+        let sweep = DiskCacheSweep(cache: self, pool: pool, fileSystem: fileSystem, directory: directory)
+        DispatchQueue.global(qos: .utility).async { sweep.run() }
+    }
+
+    /// Whether a row names the file `name`.
+    func _locked_indexNames(_ name: String) -> Bool {
+        index.namesFile(name)
+    }
+
+    /// Checks up to `limit` rows after `afterRow` (SQLite rowid order) and deletes the false ones: expired,
+    /// file missing or replaced (reported as corrupt), or a partial no larger than the complete image.
+    /// Returns the last rowid checked, `nil` when there were no more rows.
+    func _locked_removeFalseEntries(afterRow: Int64, limit: Int, now: Date) -> Int64? {
+        let rows = index.rows(after: afterRow, limit: limit)
+        for row in rows {
+            let lastAccess = pendingTouches[row.key] ?? row.lastAccess
+            if now.timeIntervalSince(lastAccess) > row.ttl {
+                _locked_delete(row.key)
+            } else if fileSystem.inode(of: path(fileName(row.key))) != row.inode {
+                _locked_discardCorrupt(row.key, reason: "the file is missing or was replaced after its index entry was written")
+            } else if row.key.partial,
+                      let complete = try? _locked_row(EntryKey(identifier: row.key.identifier, partial: false)),
+                      (complete.dimensions?.area ?? 0) >= row.area {
+                _locked_delete(row.key)
+            }
+        }
+        return rows.last?.rowid
+    }
+}
