@@ -18,19 +18,27 @@ struct CacheLimits: Sendable, Equatable {
     var maxEntryBytes: Int { maxEntryRatio > 1 ? maxBytes / maxEntryRatio : maxBytes }
 }
 
+/// A cache kind's pool of every pipeline's caches, whose limits can change while it runs.
+protocol LimitedCachePool: AnyObject, Sendable {
+    var limits: CacheLimits { get }
+    /// Changes the limits and prunes to them.
+    func updateLimits(_ body: @Sendable (inout CacheLimits) -> Void)
+}
+
 /// Every cache of one kind (rendered, or memory) across all pipelines, behind one lock.
 ///
 /// One lock per kind, as TIP has one queue per kind: pruning after a write takes entries from *other*
-/// pipelines first (tip-behaviour b11), which is only atomic when every pipeline's list sits behind the same
-/// lock. A cache hit holds the lock for a dictionary lookup and a list touch, nothing else.
-final class CachePool<Entry: CacheCosting>: Sendable {
+/// pipelines first (TIP's global pruning rule), which is only atomic when every pipeline's list sits behind the
+/// same lock. A cache hit holds the lock for a dictionary lookup and a list touch, nothing else.
+final class CachePool<Entry: CacheCosting>: LimitedCachePool, Sendable {
     /// One pipeline's entries. A cache holds its `Owner` for its whole life, so a hit reaches its list without
     /// hashing the pipeline's name; the list itself is only touched under the pool's lock.
     final class Owner: @unchecked Sendable {
         // @unchecked: `list` is read and written only inside `state.withLock`.
         let name: String
         // Unchecked exclusivity: the pool's lock already serialises every access, and the runtime's dynamic
-        // check (begin/end access on every hit) was a measurable share of a rendered-cache hit (B1).
+        // check (begin/end access on every hit) was a measurable share of a rendered-cache hit, which must
+        // cost a few hundred nanoseconds at most.
         @exclusivity(unchecked) fileprivate var list = LRUList<String, Entry>()
 
         fileprivate init(name: String) { self.name = name }
@@ -53,7 +61,7 @@ final class CachePool<Entry: CacheCosting>: Sendable {
             return entry
         }
 
-        /// tip-behaviour b11: one least-recently-used entry from every other owner per round, then the
+        /// TIP's pruning rule: one least-recently-used entry from every other owner per round, then the
         /// priority owner's own tail, until bytes and count are within the limits.
         mutating func prune(priority: Owner?) -> [Entry] {
             var evicted: [Entry] = []
@@ -165,30 +173,24 @@ final class CachePool<Entry: CacheCosting>: Sendable {
 
     /// Changes an entry in place, keeping its position; its cost may change (totals follow).
     func modify(owner: Owner, key: String, _ body: @Sendable (inout Entry) -> Void) {
-        state.withLock { state in
-            var delta = 0
-            owner.list.update(key) { entry in
-                let before = entry.cost
-                body(&entry)
-                delta = entry.cost - before
-            }
-            state.totalBytes += delta
-        }
+        state.withLock { state in Self.modify(key, of: owner, in: &state, body) }
     }
 
     /// Changes every entry of `owner` in place (dirty marks, say).
     func modifyAll(owner: Owner, _ body: @Sendable (inout Entry) -> Void) {
         state.withLock { state in
-            for key in owner.list.keysFromHead {
-                var delta = 0
-                owner.list.update(key) { entry in
-                    let before = entry.cost
-                    body(&entry)
-                    delta = entry.cost - before
-                }
-                state.totalBytes += delta
-            }
+            for key in owner.list.keysFromHead { Self.modify(key, of: owner, in: &state, body) }
         }
+    }
+
+    private static func modify(_ key: String, of owner: Owner, in state: inout State, _ body: (inout Entry) -> Void) {
+        var delta = 0
+        owner.list.update(key) { entry in
+            let before = entry.cost
+            body(&entry)
+            delta = entry.cost - before
+        }
+        state.totalBytes += delta
     }
 
     @discardableResult

@@ -1,11 +1,11 @@
 import Foundation
 
-/// Every pipeline's disk cache behind one lock, with the global disk limits (tip-behaviour b11).
+/// Every pipeline's disk cache behind one lock, with the global disk limits, shared by all pipelines.
 ///
 /// TIP serialises all disk caches on one queue; here one lock plays that part, so pruning after a write can
 /// evict from other pipelines' caches atomically. Disk work is done while holding it — never call in from
 /// the delegate queue.
-final class DiskCachePool: @unchecked Sendable {
+final class DiskCachePool: LimitedCachePool, @unchecked Sendable {
     // @unchecked: every stored property here, and every DiskCache's index, pending touches and files, is
     // touched only while `lock` is held.
     // Recursive: pruning loads a weak cache reference under the lock, and if that turns out to be the last
@@ -36,7 +36,7 @@ final class DiskCachePool: @unchecked Sendable {
 
     var limits: CacheLimits { withLock { currentLimits } }
 
-    func updateLimits(_ body: (inout CacheLimits) -> Void) {
+    func updateLimits(_ body: @Sendable (inout CacheLimits) -> Void) {
         withLock {
             body(&currentLimits)
             _locked_prune(priority: nil)
@@ -70,7 +70,7 @@ final class DiskCachePool: @unchecked Sendable {
         problems.report(problem)
     }
 
-    /// tip-behaviour b11: least recently used entries of the *other* pipelines go first, one per pipeline per
+    /// TIP's pruning rule: least recently used entries of the *other* pipelines go first, one per pipeline per
     /// round, then the written pipeline's own, until bytes and count are within the limits.
     func _locked_prune(priority: String?) {
         func isOver() -> Bool {

@@ -4,7 +4,8 @@ import Logging
 import Synchronization
 import PipelineLocking
 
-/// Limits and totals shared by every pipeline (TIP's `TIPGlobalConfiguration`, tip-behaviour a7, b11).
+/// Limits and totals shared by every pipeline (TIP's `TIPGlobalConfiguration`, with its defaults and its
+/// pruning across pipelines).
 ///
 /// Byte and count ceilings apply to all caches of a kind together: after any write, the caches of the *other*
 /// pipelines give up their least recently used entries first, then the written one, until the kind is within
@@ -196,19 +197,13 @@ public final class GlobalConfiguration: Sendable {
     /// Most bytes all disk caches hold together (image files and partial downloads).
     public var maxBytesForAllDiskCaches: Int {
         get { diskPool.limits.maxBytes }
-        set {
-            let value = newValue < 0 ? Self.defaultMaxBytesForAllDiskCaches : newValue
-            diskPool.updateLimits { $0.maxBytes = value }
-        }
+        set { setLimit(diskPool, \.maxBytes, newValue, default: Self.defaultMaxBytesForAllDiskCaches) }
     }
 
     /// Most entries all disk caches hold together; 0 = no count limit.
     public var maxCountForAllDiskCaches: Int {
         get { diskPool.limits.maxCount }
-        set {
-            let value = newValue < 0 ? Self.defaultMaxCountForAllDiskCaches : newValue
-            diskPool.updateLimits { $0.maxCount = value }
-        }
+        set { setLimit(diskPool, \.maxCount, newValue, default: Self.defaultMaxCountForAllDiskCaches) }
     }
 
     /// Most entries (identifiers) all rendered caches hold together; 0 = no count limit.
@@ -275,8 +270,8 @@ public final class GlobalConfiguration: Sendable {
         for pipeline in pipelines { pipeline.renderedCache.markDirty(identifier: identifier) }
     }
 
-    private func setLimit<Entry>(
-        _ pool: CachePool<Entry>, _ field: WritableKeyPath<CacheLimits, Int> & Sendable, _ value: Int,
+    private func setLimit(
+        _ pool: some LimitedCachePool, _ field: WritableKeyPath<CacheLimits, Int> & Sendable, _ value: Int,
         default defaultValue: Int
     ) {
         let resolved = value < 0 ? defaultValue : value

@@ -41,7 +41,7 @@ public final class Bitmap: @unchecked Sendable {
     ///     `width` premultiplied RGBA pixels. Bytes past `width × 4` in a row are padding.
     /// - Throws: ``ImageCodecError/limitExceeded(_:)`` for empty or absurd sizes, and whatever
     ///   `initializer` throws (the buffer then goes straight back to the pool).
-    public init(
+    public convenience init(
         width: Int, height: Int,
         initializer: (_ pixels: UnsafeMutableRawPointer, _ bytesPerRow: Int) throws -> Void
     ) throws {
@@ -60,12 +60,7 @@ public final class Bitmap: @unchecked Sendable {
             BitmapBufferPool.shared.give(buffer)
             throw error
         }
-        self.width = width
-        self.height = height
-        self.bytesPerRow = bytesPerRow
-        pixels = buffer.pointer
-        pooledBuffer = buffer
-        memoryOwner = nil
+        self.init(adopting: buffer, width: width, height: height, bytesPerRow: bytesPerRow)
     }
 
     /// Takes over a buffer a ``PixelCanvas`` finished writing: no copy. The caller gives up the buffer.
