@@ -63,7 +63,7 @@ private final class CheckpointCount: Sendable {
     }
 }
 
-@Suite("Decodes stop when nobody wants them (B14's cancels)", .serialized)
+@Suite("Decodes stop when nobody wants them (cells scrolled off cancel before their decode)", .serialized)
 struct DecodeInterruptionTests {
     @Test("An animation's decode stops at the next frame once its interruption says so; without one it runs to the end")
     func codecCheckpoints() throws {

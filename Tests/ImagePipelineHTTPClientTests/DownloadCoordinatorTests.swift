@@ -130,7 +130,7 @@ extension DownloadOutcome {
     var isCancelled: Bool { if case .failure(.cancelled, _) = self { true } else { false } }
 }
 
-@Suite("Download coordinator: sharing, priority, resume (tip-behaviour b7, scenarios 21-36)")
+@Suite("Download coordinator: sharing, priority, resume (scenarios 21-36)")
 struct DownloadCoordinatorTests {
     @Test("A cold load delivers the image's bytes once, with progress that never goes back", arguments: CoordinatorDownloader.allCases)
     func coldLoad(kind: CoordinatorDownloader) async throws {

@@ -5,7 +5,7 @@ import MetricsTestKit
 import Testing
 import TestSupport
 
-@Suite("FetchMetrics (a11) and swift-metrics", .serialized)
+@Suite("FetchMetrics, source by source, and swift-metrics", .serialized)
 struct FetchMetricsTests {
     @Test("Scenario 4's metrics: three misses then a network hit with the image's bytes, type, size and pixels per byte; counters follow",
           arguments: CoordinatorDownloader.allCases)
@@ -54,7 +54,7 @@ struct FetchMetricsTests {
         }
     }
 
-    @Test("B13: twenty fetches of one URL started at once make one request and one decode, and every one gets the image",
+    @Test("Coalescing: twenty fetches of one URL started at once make one request and one decode, and every one gets the image",
           arguments: CoordinatorDownloader.allCases)
     func coalescedFetchesDecodeOnce(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in

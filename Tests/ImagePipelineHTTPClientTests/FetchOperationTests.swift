@@ -169,7 +169,7 @@ struct FetchHarness {
     func onDelegateQueue<T: Sendable>(_ body: @Sendable () -> T) -> T { configuration.delegateQueue.sync(execute: body) }
 }
 
-@Suite("Fetch operations against the loopback origin (tip-behaviour b2, b3, b9)", .serialized)
+@Suite("Fetch operations over loopback: the source walk, synchronous rendered hits, percolation", .serialized)
 struct FetchOperationTests {
     @Test("Scenario 4: a cold fetch tries memory, disk, additional caches, then one request; progress rises and stays below 1", arguments: CoordinatorDownloader.allCases)
     func coldFetch(kind: CoordinatorDownloader) async throws {
@@ -290,7 +290,7 @@ struct FetchOperationTests {
             operation.cancel()
             #expect(await delegate.finished().isCancelled)
             #expect(operation.state == .cancelled)
-            // a11: the cancel is on the metrics, on the network source that never completed.
+            // Metrics: the cancel is on the metrics, on the network source that never completed.
             #expect(operation.metrics?.wasCancelled == true && operation.metrics?.info(for: .network)?.wasCancelled == true)
             #expect(operation.metrics?.info(for: .network)?.result == .neverCompleted)
             let kept = try #require(h.pipeline.memoryCache.entry(for: "I")?.partial)
@@ -301,7 +301,7 @@ struct FetchOperationTests {
             #expect(resumed.events.last == .final(.networkResumed) && resumedOperation.finalResult?.source == .networkResumed)
             #expect((resumed.progresses.first ?? 0) >= Double(kept.data.count) / Double(h.image.count) - 0.001)
             #expect(!resumed.progresses.contains(0))
-            // a11: the metrics say NetworkResumed, and nothing for Network.
+            // The metrics say NetworkResumed, and nothing for Network.
             #expect(resumedOperation.metrics?.info(for: .networkResumed)?.result == .hitFinal)
             #expect(resumedOperation.metrics?.info(for: .network) == nil)
             #expect(resumedOperation.metrics?.info(for: .networkResumed)?.networkImageSizeInBytes == h.image.count)

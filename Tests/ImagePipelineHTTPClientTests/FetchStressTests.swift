@@ -12,8 +12,8 @@ final class CountingDelegate: FetchDelegate {
     func fetchOperation(_ operation: FetchOperation, didFailToLoadFinalImageWith error: FetchError) { finals.add(1, ordering: .relaxed) }
 }
 
-/// Issue 5's stress run. `make stress-tsan` runs it under ThreadSanitizer (a debug build with TSan is too slow
-/// for every CI run); `make test` runs it in release.
+/// A stress run of many concurrent fetches. `make stress-tsan` runs it under ThreadSanitizer (a debug build
+/// with TSan is too slow for every CI run); `make test` runs it in release.
 @Suite("Stress: 2,000 fetches over 200 URLs with random priorities, cancels and released delegates", .serialized)
 struct FetchStressTests {
     static let fetchCount = 2_000

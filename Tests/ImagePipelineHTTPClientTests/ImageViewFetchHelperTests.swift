@@ -12,7 +12,7 @@ final class TestImageView: ImageDisplaying, @unchecked Sendable {
     init(side: Int) { displaySize = PixelSize(width: side, height: side) }
 }
 
-@Suite("ImageViewFetchHelper (a14)", .serialized)
+@Suite("ImageViewFetchHelper: TIP's image view fetch helper", .serialized)
 struct ImageViewFetchHelperTests {
     /// Reads `body` on the delegate queue until it holds (the helper and its view live there).
     static func eventuallyOnDelegateQueue(_ h: FetchHarness, _ body: @escaping @Sendable () -> Bool) async throws -> Bool {

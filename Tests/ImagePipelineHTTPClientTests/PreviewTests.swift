@@ -7,9 +7,10 @@ import TestSupport
 /// A delegate with none of the optional callbacks: what TIP calls "not implementing" the preview method.
 final class FinalOnlyDelegate: FetchDelegate {}
 
-/// The previews of b8 and the dirty preview of b3. `/a.jpg` is the rocket (640×427); `/b.png` is a smaller,
+/// Previews (a complete cached image of the same identifier under another URL, offered once) and the dirty
+/// rendition delivered synchronously from the rendered cache. `/a.jpg` is the rocket (640×427); `/b.png` is a smaller,
 /// different picture (451×300) under the same identifier.
-@Suite("Previews: another URL's cached image offered once, stop or continue (b3, b8, scenarios 15-20)", .serialized)
+@Suite("Previews: another URL's cached image offered once, stop or continue; dirty ones (scenarios 15-20)", .serialized)
 struct PreviewTests {
     static let smallerImage = CoordinatorHarness.imageURL.deletingLastPathComponent().appendingPathComponent("skimage-chelsea.png")
 

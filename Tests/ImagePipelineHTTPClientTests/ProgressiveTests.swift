@@ -4,9 +4,10 @@ import ImagePipelineKit
 import Testing
 import TestSupport
 
-/// b13 and scenario 58 over the loopback origin: the bundled progressive JPEG, a baseline JPEG and an animated
-/// GIF, each shaped slow enough that scans and frames arrive well before the end.
-@Suite("Progressive scans and animated first frames while downloading (a5, b13, scenario 58)", .serialized)
+/// Progressive scans and animated first frames during a download, and scenario 58, over the loopback origin:
+/// the bundled progressive JPEG, a baseline JPEG and an animated GIF, each shaped slow enough that scans and
+/// frames arrive well before the end.
+@Suite("Progressive scans and animated first frames while downloading, as policies allow (scenario 58)", .serialized)
 struct ProgressiveTests {
     static let images = CoordinatorHarness.imageURL.deletingLastPathComponent()
 

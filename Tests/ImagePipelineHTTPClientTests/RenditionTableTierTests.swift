@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 
 /// Rendition tables as a tier of the pipeline: renditions kept on disk, read instead of decoding.
-@Suite("Rendition tables in the fetch path (B4, B14 warm disk)", .serialized)
+@Suite("Rendition tables in the fetch path: mapped hits, no decode, scrolling over a warm disk cache", .serialized)
 struct RenditionTableTierTests {
     static let target = PixelSize(width: 128, height: 128)
 

@@ -13,7 +13,7 @@ private final class StartNotingDelegate: FetchDelegate {
     }
 }
 
-@Suite("Fetches waiting in the operation queue (B13)", .serialized)
+@Suite("Fetches waiting in the operation queue: many fetches of one image, one download and one decode", .serialized)
 struct WaitingFetchesTests {
     @Test("A rendition made by one fetch answers the fetches of it still waiting in the operation queue before they start; they finish once started")
     func answeredWhileWaiting() async throws {

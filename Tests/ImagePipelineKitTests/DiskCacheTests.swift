@@ -25,7 +25,7 @@ final class FillingFileSystem: CacheFileSystem, @unchecked Sendable {
     func contentsOfDirectory(_ path: String) -> [String] { posix.contentsOfDirectory(path) }
 }
 
-@Suite("Disk cache (tip-behaviour b10, b11, b15 done better)")
+@Suite("Disk cache: entries and metadata, global limits and expiry, and failures handled better than TIP")
 struct DiskCacheTests {
     let configuration = GlobalConfiguration()
     let problems = ProblemLog()
@@ -110,7 +110,7 @@ struct DiskCacheTests {
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: root + "/p")).filter { $0.hasPrefix("%write") }.isEmpty)
     }
 
-    @Test("Global disk limits: other pipelines' least recently used entries go first (b11)")
+    @Test("Global disk limits: other pipelines' least recently used entries go first, then the written pipeline's")
     func pruning() throws {
         configuration.maxCountForAllDiskCaches = 2
         let p1 = try cache("p1"), p2 = try cache("p2")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ImagePipelineKit
 
-@Suite("Pipelines (tip-behaviour a1)")
+@Suite("Pipelines: identifiers, one live pipeline per identifier, shared cache totals")
 struct ImagePipelineTests {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-pipelines-\(UUID().uuidString)")
 

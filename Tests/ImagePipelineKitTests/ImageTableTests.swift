@@ -20,7 +20,7 @@ private func withTable<T>(side: Int, capacity: Int, _ body: (ImageTable) throws 
     return try body(try ImageTable(path: path, side: side, capacity: capacity))
 }
 
-@Suite("ImageTable: decoded images in one memory-mapped file (B4)")
+@Suite("ImageTable: decoded images in one memory-mapped file, a hit a view of the pixels with no decode or copy")
 struct ImageTableTests {
     @Test("A stored image comes back as a view of the mapped file, the same pixels, without a copy; and after reopening")
     func storeHitReopen() throws {

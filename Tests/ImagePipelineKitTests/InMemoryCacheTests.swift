@@ -13,7 +13,7 @@ private func fill(_ side: Int) -> TargetSizing {
     TargetSizing(dimensions: PixelSize(width: side, height: side), contentMode: .fill)
 }
 
-@Suite("Rendered cache (tip-behaviour b4)")
+@Suite("Rendered cache: up to three renditions per identifier, the least recently used pushed out")
 struct RenderedCacheTests {
     let configuration = GlobalConfiguration()
 
@@ -104,7 +104,7 @@ struct RenderedCacheTests {
     }
 }
 
-@Suite("Memory cache and global limits (tip-behaviour b5, b11)")
+@Suite("Memory cache: TIP's replacement rules, and global limits that prune other pipelines first")
 struct MemoryCacheTests {
     let configuration = GlobalConfiguration()
     let url = URL(string: "http://t/a")!

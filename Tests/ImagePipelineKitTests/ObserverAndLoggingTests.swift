@@ -27,7 +27,7 @@ struct CapturingLogHandler: LogHandler {
 }
 
 
-@Suite("Observers, the store notification, logging and global inspection (a1, a7, a15)")
+@Suite("Observers, the store notification, logging and global inspection")
 struct ObserverAndLoggingTests {
     let configuration: GlobalConfiguration = {
         let configuration = GlobalConfiguration()

@@ -1,8 +1,8 @@
 import Testing
 import ImagePipelineKit
 
-/// TIP's built-in progressive policies (a5), as pure functions of what has arrived.
-@Suite("Progressive loading policies (a5)")
+/// TIP's built-in progressive policies, as pure functions of what has arrived.
+@Suite("Progressive loading policies: TIP's built-ins and the JPEG default")
 struct ProgressivePolicyTests {
     let size = PixelSize(width: 100, height: 100)
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ImagePipelineKit
 
-@Suite("Safe file names (tip-behaviour b1)")
+@Suite("Safe file names: percent-encoded, SHA-1 when too long, as TIP names them")
 struct SafeFileNameTests {
     @Test("Scenario 2: a URL identifier is percent-encoded with uppercase hex")
     func urlIdentifier() {

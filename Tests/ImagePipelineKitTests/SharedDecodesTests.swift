@@ -43,7 +43,7 @@ private final class OutcomeSlot: Sendable {
     func wait() -> Bool { filled.wait(timeout: .now() + 10) == .success }
 }
 
-@Suite("SharedDecodes: one decode for fetches of the same bytes at the same target (B13)")
+@Suite("SharedDecodes: one decode for fetches of the same bytes at the same target (a hundred fetches, one decode)")
 struct SharedDecodesTests {
     private let png: Data
 

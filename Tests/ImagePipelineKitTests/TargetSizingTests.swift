@@ -1,7 +1,7 @@
 import Testing
 @testable import ImagePipelineKit
 
-@Suite("Target sizing (tip-behaviour b12)")
+@Suite("Target sizing: TIP's scaled sizes per content mode, and the rendered-cache match")
 struct TargetSizingTests {
     private func scaled(_ w: Int, _ h: Int, to tw: Int, _ th: Int, _ mode: ContentMode) -> PixelSize {
         TargetSizing(dimensions: PixelSize(width: tw, height: th), contentMode: mode)

@@ -87,7 +87,8 @@ public final class DiskCache: @unchecked Sendable {
         }
     }
 
-    /// The complete image of `identifier` without refreshing its last access (another pipeline looking, b6).
+    /// The complete image of `identifier` without refreshing its last access (another pipeline looking, which
+    /// must not move this pipeline's entry in its LRU order).
     public func peek(identifier: String, now: Date = Date()) -> CachedImageData? {
         DelegateQueueDiagnostics.noteHeavyWork()
         return pool.withLock {

@@ -13,7 +13,8 @@ public enum ImageTableError: Error, Hashable, Sendable {
 }
 
 /// Decoded images of one size class kept in one memory-mapped file, Fast Image Cache style
-/// (performance-anchors B4): a hit hands out a ``Bitmap`` that views the mapped pixels, with no decode and no copy.
+/// (a hit must take about a microsecond, and the file is mapped once per table, never per hit): a hit hands
+/// out a ``Bitmap`` that views the mapped pixels, with no decode and no copy.
 ///
 /// The file has `capacity` slots; each holds one image of at most `side × side` pixels (premultiplied RGBA, rows
 /// aligned to 64 bytes) behind a one-page header that names its identifier and size and carries a checksum of

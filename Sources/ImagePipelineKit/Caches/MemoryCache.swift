@@ -85,7 +85,7 @@ public struct CacheEntry: CacheCosting {
     }
 }
 
-/// Encoded image bytes of one pipeline, in memory (TIP's memory cache, tip-behaviour b5).
+/// Encoded image bytes of one pipeline, in memory (TIP's memory cache).
 ///
 /// Never decoded images (those live in the ``RenderedCache``): what is kept here decodes at any target.
 /// Replacement follows TIP: a placeholder never replaces a real image, a real image always replaces a
@@ -184,7 +184,7 @@ public final class MemoryCache: Sendable {
 
     // MARK: - TIP's rules
 
-    /// tip-behaviour b5: placeholders never replace real images; real images always replace placeholders;
+    /// TIP's replacement rule: placeholders never replace real images; real images always replace placeholders;
     /// otherwise the new image must be at least as large and not the same (dimensions and URL).
     static func completeShouldReplace(_ existing: CachedImageData, with new: CachedImageData) -> Bool {
         if new.isPlaceholder != existing.isPlaceholder { return existing.isPlaceholder }

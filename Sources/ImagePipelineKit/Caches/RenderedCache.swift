@@ -24,7 +24,7 @@ public struct RenderedImage: Sendable {
     }
 }
 
-/// Up to three renditions of one identifier, most recent first (tip-behaviour b4).
+/// Up to three renditions of one identifier, most recent first; a fourth pushes out the oldest, as in TIP.
 ///
 /// The most recent one is stored inline: a hit on it, the usual case, reads no array buffer (on a cache of
 /// thousands of identifiers that is a cache miss saved on every lookup).
@@ -64,7 +64,7 @@ struct RenderedCollection: CacheCosting {
     }
 }
 
-/// The synchronous cache of decoded, scaled images of one pipeline (TIP's rendered cache, b4).
+/// The synchronous cache of decoded, scaled images of one pipeline (TIP's rendered cache).
 ///
 /// Thread-safe and synchronous: a lookup is a dictionary access under the rendered kind's lock, so a fetch
 /// started on the delegate queue can complete before it returns. Each identifier keeps at most three

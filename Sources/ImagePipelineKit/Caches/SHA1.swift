@@ -1,4 +1,4 @@
-/// SHA-1 (FIPS 180-4), used only to shorten over-long cache file names the way TIP does (tip-behaviour b1).
+/// SHA-1 (FIPS 180-4), used only to shorten over-long cache file names the way TIP does.
 ///
 /// Not for security: SHA-1 is broken for that. It is here because TIP's on-disk names are SHA-1 digests, and
 /// pulling a crypto library into every build for one 40-character name is not worth it.

@@ -1,4 +1,4 @@
-/// The file name an image identifier gets on disk (TIP's `TIPSafeFromRaw`, tip-behaviour b1).
+/// The file name an image identifier gets on disk (TIP's `TIPSafeFromRaw`).
 ///
 /// Every UTF-8 byte outside `A–Z a–z 0–9 - . _ ~` is percent-encoded with uppercase hex, so a name never holds
 /// a `/`, never starts with a dot-dot component that means anything, and never has a NUL. Encoded names

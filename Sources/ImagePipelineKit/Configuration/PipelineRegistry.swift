@@ -1,7 +1,7 @@
 import Synchronization
 import PipelineLocking
 
-/// The live pipelines of this process, by identifier (TIP's registry of identifier → weak pipeline, a1).
+/// The live pipelines of this process, by identifier (TIP's registry of identifier → weak pipeline).
 ///
 /// An identifier is claimed before its pipeline finishes initialising and stays claimed until the pipeline
 /// is released, so two live pipelines never share a directory. Lookups hand out strong references only to

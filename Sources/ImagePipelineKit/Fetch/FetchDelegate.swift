@@ -1,6 +1,6 @@
 import Foundation
 
-/// Hears one fetch (TIP's `TIPImageFetchDelegate`, a4). Every method has an empty default.
+/// Hears one fetch (TIP's `TIPImageFetchDelegate`). Every method has an empty default.
 ///
 /// Called on ``GlobalConfiguration/delegateQueue`` (the main queue unless changed), in TIP's order:
 /// `didStart`, then `willAttemptToLoadFrom` before each source tried, progress, and exactly one of
@@ -11,15 +11,17 @@ public protocol FetchDelegate: AnyObject, Sendable {
     /// Before trying `source` (memory, disk, additional caches, network or network-resumed).
     func fetchOperation(_ operation: FetchOperation, willAttemptToLoadFrom source: ImageLoadSource)
     /// A stale rendition from the rendered cache (marked dirty), delivered synchronously inside
-    /// ``ImagePipeline/fetchImage(with:)`` when it is called on the delegate queue; the fetch then goes on (b3).
+    /// ``ImagePipeline/fetchImage(with:)`` when it is called on the delegate queue; the fetch then goes on
+    /// to load a fresh image.
     func fetchOperation(_ operation: FetchOperation, didLoadDirtyPreviewImage result: FetchResult)
-    /// A cached complete image of the same identifier but another URL, at the request's target (b8): offered
-    /// at most once per fetch. Call `completion` (from any thread, now or later) with
-    /// ``PreviewDecision/continueLoading`` to go on to the requested URL, or ``PreviewDecision/stopLoading`` to
-    /// end the fetch with ``FetchErrorCode/cancelledAfterLoadingPreview``. The default continues.
+    /// A cached complete image of the same identifier but another URL, at the request's target, from the
+    /// memory or disk cache only: offered at most once per fetch. Call `completion` (from any thread, now or
+    /// later) with ``PreviewDecision/continueLoading`` to go on to the requested URL, or
+    /// ``PreviewDecision/stopLoading`` to end the fetch with ``FetchErrorCode/cancelledAfterLoadingPreview``.
+    /// The default continues.
     func fetchOperation(_ operation: FetchOperation, didLoadPreviewImage result: FetchResult,
                         completion: @escaping @Sendable (PreviewDecision) -> Void)
-    /// Whether to show the scans of a progressive image as they arrive (b13). Asked once per fetch, after the
+    /// Whether to show the scans of a progressive image as they arrive. Asked once per fetch, after the
     /// headers of a progressive image came in and when a policy exists for its type. Called **synchronously on
     /// the fetch's queue**, not the delegate queue: answer from what you hold. The default says no.
     func fetchOperation(_ operation: FetchOperation, shouldLoadProgressivelyWithIdentifier identifier: String, url: URL,

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What one fetch did, source by source (TIP's `TIPImageFetchMetrics`, tip-behaviour a11). Available from
+/// What one fetch did, source by source (TIP's `TIPImageFetchMetrics`). Available from
 /// ``FetchOperation/metrics`` once the operation finished.
 public struct FetchMetrics: Sendable {
     /// How far a source got. Only ever increases while the source is tried.
@@ -25,7 +25,8 @@ public struct FetchMetrics: Sendable {
         public var wasCancelled: Bool
         /// Seconds from trying the source to its answer (or to the end of the fetch).
         public var loadDuration: TimeInterval
-        /// The image came from the rendered cache before ``ImagePipeline/fetchImage(with:)`` returned (b3).
+        /// The image came from the rendered cache before ``ImagePipeline/fetchImage(with:)`` returned, which
+        /// only a call made on the delegate queue can do.
         public var wasLoadedSynchronously: Bool
         /// The final image was this source's image as a ready rendition from ``RenditionTables``: no decode.
         public var wasLoadedFromRenditionTable = false

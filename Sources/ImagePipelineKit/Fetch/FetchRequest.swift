@@ -77,7 +77,8 @@ public protocol FetchRequest: Sendable {
     /// Scans are shown only when the delegate also agrees, in
     /// ``FetchDelegate/fetchOperation(_:shouldLoadProgressivelyWithIdentifier:url:imageType:originalDimensions:)``.
     var progressiveLoadingPolicies: [ImageType: any ProgressiveLoadingPolicy]? { get }
-    /// Applied to every image the fetch delivers (previews, scans, the final image) before scaling (a6).
+    /// Applied to every image the fetch delivers (previews, scans, the final image) before scaling; the caches keep
+    /// the untransformed bytes.
     var transformer: (any ImageTransformer)? { get }
 }
 

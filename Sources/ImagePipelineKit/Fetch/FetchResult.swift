@@ -8,7 +8,8 @@ public struct FetchResult: Sendable {
     /// The URL the image came from (for a rendered-cache hit, the URL it was first loaded from).
     public var url: URL
     /// The image's own dimensions, as its file declares them (after EXIF orientation). TIP reported the
-    /// decode-at-target size here when a smaller target was given (scenario 60); this is the file's.
+    /// decode-at-target size here when a smaller target was given (a 1000x800 file fetched at 100x100 showed
+    /// 100x80), while its disk metadata kept the file's size; this is always the file's.
     public var originalDimensions: PixelSize
     public var isPlaceholder: Bool
     public var identifier: String
@@ -19,7 +20,7 @@ public struct FetchResult: Sendable {
     public var wasLoadedFromRenditionTable = false
 }
 
-/// Why a fetch failed (TIP's `TIPImageFetchErrorDomain` codes, a12).
+/// Why a fetch failed (TIP's `TIPImageFetchErrorDomain` codes, same numbers).
 public enum FetchErrorCode: Int, Sendable {
     case unknown = 0
     /// No URL, or an empty identifier.

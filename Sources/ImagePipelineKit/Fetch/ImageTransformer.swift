@@ -1,5 +1,5 @@
 /// Changes a fetched image before it is shown: a blur, rounded corners, a tint (TIP's
-/// `TIPImageFetchTransformer`, a6). Runs on the fetch's queue, never the delegate queue; its result is then
+/// `TIPImageFetchTransformer`). Runs on the fetch's queue, never the delegate queue; its result is then
 /// scaled to the request's target.
 ///
 /// The caches keep the untransformed bytes. A transformer with an ``identifier`` has its results kept in the

@@ -17,7 +17,7 @@ public enum ProgressiveUpdateBehavior: Int, Sendable {
 }
 
 /// Decides, as the bytes of a progressive image arrive, when to show a scan (TIP's progressive loading
-/// policy, a5). Called on the fetch's queue for each chunk once the delegate agreed to progressive loading.
+/// policy). Called on the fetch's queue for each chunk once the delegate agreed to progressive loading.
 public protocol ProgressiveLoadingPolicy: Sendable {
     /// - Parameters:
     ///   - frameProgress: whether a whole scan just completed.

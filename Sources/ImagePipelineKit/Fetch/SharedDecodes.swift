@@ -2,14 +2,15 @@ import Foundation
 import PipelineLocking
 
 /// Decodes that fetches of the same bytes at the same target share, so that a hundred fetches of one image
-/// decode it once (performance-anchors B13; Nuke coalesces its decoding tasks the same way). A pipeline owns one.
+/// decode it once (Nuke coalesces its decoding tasks the same way). A pipeline owns one.
 ///
 /// The first fetch to ask decodes on its own queue; a fetch that asks while that decode runs, for equal bytes
 /// under an equal key, waits for its outcome instead of decoding again. A fetch that comes after the decode
 /// ended decodes on its own: the rendered cache, not this table, keeps results. Between the two, a decoder that
 /// asks to hold its image (`holdingUntilReleased`) keeps it here until it has put it in the rendered cache and
 /// calls ``release(_:)``: a fetch that got the same bytes in that window (a download stays joinable until its
-/// image is stored) takes it instead of decoding again (B13 saw a second decode in some rounds).
+/// image is stored) takes it instead of decoding again (without the hold, a hundred concurrent
+/// fetches of one image sometimes decoded it twice).
 final class SharedDecodes: Sendable {
     typealias Outcome = Result<DecodedImage, any Error>
     /// A caller waiting for a running decode: called with its outcome and the decoding caller's delegate turn.
