@@ -1,7 +1,7 @@
 import Foundation
 
 /// Encoded images of one pipeline on disk: one file per complete image and per partial download, metadata in
-/// an SQLite index (``DiskCacheIndex``; TIP's disk cache, with its failure modes fixed).
+/// an SQLite index (TIP's disk cache, with its failure modes fixed).
 ///
 /// - Files are named by ``SafeFileName`` (partials add `%tmp`, which no safe name can contain), so no
 ///   identifier can point outside ``directory``. The index lives in `%index.sqlite` for the same reason.

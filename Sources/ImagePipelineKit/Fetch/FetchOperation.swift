@@ -55,7 +55,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         var finishHandlers: [@Sendable () -> Void] = []
     }
 
-    /// What was asked for. The fetch reads it once, into ``plan``.
+    /// What was asked for. The fetch reads it once, when the operation is made.
     public let request: any FetchRequest
     public let pipeline: ImagePipeline
     /// The request resolved once: identifier, target, sources and every key derived from them.
