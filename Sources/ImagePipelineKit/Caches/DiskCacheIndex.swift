@@ -3,6 +3,10 @@ import Foundation
 /// The SQLite index of one ``DiskCache``: a row per complete image and per partial download, with the file's
 /// name, inode and size, so that a file that does not match its row is caught on read. Every SQL statement
 /// of the disk cache is here. Not thread-safe: the disk cache uses it only under its pool's lock.
+///
+/// Several processes may share one index (SQLite in WAL mode, with a busy timeout). Every query is reset as
+/// soon as it was read: a cached statement left on a row keeps its read snapshot open, and once another
+/// process commits, every later write of this connection would fail with `SQLITE_BUSY_SNAPSHOT`.
 final class DiskCacheIndex {
     /// Names one part of an entry: the complete image or the partial download of an identifier.
     struct Key: Hashable {
@@ -64,6 +68,7 @@ final class DiskCacheIndex {
     /// Bytes and rows of the whole index.
     func totals() throws(DiskCacheError) -> (bytes: Int, count: Int) {
         let statement = try database.statement("SELECT COALESCE(SUM(bytes), 0), COUNT(*) FROM entries")
+        defer { statement.reset() }
         _ = try statement.step()
         return (statement.int(0), statement.int(1))
     }
@@ -74,6 +79,7 @@ final class DiskCacheIndex {
             SELECT url, width, height, bytes, last_access, ttl, updates_expiry, last_modified, etag, expected_length,
                    placeholder, animated, inode FROM entries WHERE identifier = ? AND partial = ?
             """).bind([.text(key.identifier), .integer(key.partial ? 1 : 0)])
+        defer { statement.reset() }
         guard try statement.step(), let url = statement.text(0).flatMap(URL.init(string:)) else { return nil }
         let width = statement.int(1), height = statement.int(2)
         return Row(url: url, dimensions: width > 0 && height > 0 ? PixelSize(width: width, height: height) : nil,
@@ -124,6 +130,7 @@ final class DiskCacheIndex {
         guard let statement = try? database.statement("SELECT identifier, partial FROM entries ORDER BY last_access LIMIT 1"),
               (try? statement.step()) == true, let identifier = statement.text(0)
         else { return nil }
+        defer { statement.reset() }
         return Key(identifier: identifier, partial: statement.int(1) != 0)
     }
 
@@ -131,6 +138,7 @@ final class DiskCacheIndex {
     func namesFile(_ name: String) -> Bool {
         guard let statement = try? database.statement("SELECT 1 FROM entries WHERE file = ? LIMIT 1").bind([.text(name)])
         else { return true }
+        defer { statement.reset() }
         return (try? statement.step()) != false
     }
 
@@ -141,6 +149,7 @@ final class DiskCacheIndex {
             WHERE rowid > ? ORDER BY rowid LIMIT ?
             """).bind([.integer(Int(afterRow)), .integer(limit)])
         else { return [] }
+        defer { statement.reset() }
         var rows: [SweepRow] = []
         while (try? statement.step()) == true {
             rows.append(SweepRow(rowid: Int64(statement.int(0)),
@@ -155,6 +164,7 @@ final class DiskCacheIndex {
     /// Every part's key.
     func allKeys() -> [Key] {
         guard let statement = try? database.statement("SELECT identifier, partial FROM entries") else { return [] }
+        defer { statement.reset() }
         var keys: [Key] = []
         while (try? statement.step()) == true {
             keys.append(Key(identifier: statement.text(0) ?? "", partial: statement.int(1) != 0))
@@ -167,6 +177,7 @@ final class DiskCacheIndex {
         guard let statement = try? database.statement(
             "SELECT identifier, partial, url, width, height, bytes, expected_length, placeholder FROM entries ORDER BY last_access DESC")
         else { return [] }
+        defer { statement.reset() }
         var out: [DiskCacheEntryInfo] = []
         while (try? statement.step()) == true {
             let bytes = statement.int(5), expected = statement.int(6)
