@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark of performance-anchors.md that the project measures, one after another, each printing its
+# Every benchmark of docs/benchmarks.md, one after another, each printing its
 # figures as ratios to an anchor measured in the same run (see each script for how). `make bench` runs this.
 #
 #   scripts/bench-all.sh              # everything (about 10 minutes on 2 cores, after the release build)
@@ -36,7 +36,7 @@ section fetch bash scripts/bench-fetch.sh
 section coalesce "$CLI" bench coalesce
 section pipeline "$CLI" bench pipeline
 # B14: 10k cells, 3 columns, 256 px, the fling script (8 screens/s) at 120 Hz over the loopback origin, from
-# cold caches, a warm disk cache and warm memory caches. Targets in performance-anchors.md; read the tables.
+# cold caches, a warm disk cache and warm memory caches. Targets in docs/benchmarks.md; read the tables.
 b14() {
     for warm in cold disk memory; do
         "$CLI" scroll --items 10000 --columns 3 --rows 4 --cell-size 256 --fps 120 --script fling --network loopback \

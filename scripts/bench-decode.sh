@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Decode benchmark (performance-anchors.md B5–B10): our decoders against libjpeg-turbo, libpng and giflib
+# Decode benchmark (docs/benchmarks.md, B5–B10): our decoders against libjpeg-turbo, libpng and giflib
 # measured in the same run on the same machine, printed as ratios. Thread CPU time, medians over RUNS runs.
 #
 #   scripts/bench-decode.sh            # RUNS=3 by default; needs network access to PyPI once (Pillow, scikit-image)

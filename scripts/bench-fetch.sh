@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetch benchmark (performance-anchors.md B11): each downloader fetching a 200 KiB image from the in-process
+# Fetch benchmark (docs/benchmarks.md, B11): each downloader fetching a 200 KiB image from the in-process
 # loopback origin, against wrk on the same server and URL in the same run, printed as ratios.
 #
 #   scripts/bench-fetch.sh                                  # both downloaders, concurrency 1 and 16, 5 s each

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Thumbnail benchmark against peers: the time to make a 256 px thumbnail (fit in 256x256) of a JPEG with our
 # decoder and with Pillow, libvips and djpeg, side by side in the same run on the same machine, printed as ratios
-# to ours. A figure of ours means little alone (performance-anchors.md B6/B7 hold the decode targets).
+# to ours. A figure of ours means little alone (docs/benchmarks.md, B6 and B7, holds the decode targets).
 #
 # Two views, because they answer different questions:
 #   thread CPU  in process, file bytes already in memory: the fair decode + resize comparison. Ours and Pillow
