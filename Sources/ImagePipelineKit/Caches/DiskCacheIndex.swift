@@ -4,9 +4,9 @@ import Foundation
 /// name, inode and size, so that a file that does not match its row is caught on read. Every SQL statement
 /// of the disk cache is here. Not thread-safe: the disk cache uses it only under its pool's lock.
 ///
-/// Several processes may share one index (SQLite in WAL mode, with a busy timeout). Every query is reset as
-/// soon as it was read: a cached statement left on a row keeps its read snapshot open, and once another
-/// process commits, every later write of this connection would fail with `SQLITE_BUSY_SNAPSHOT`.
+/// Several processes may share one index (SQLite in WAL mode, with a busy timeout): every statement goes
+/// through ``SQLiteDatabase/query(_:_:_:)`` or ``SQLiteDatabase/run(_:_:)``, which release its read snapshot
+/// as soon as it was read.
 final class DiskCacheIndex {
     /// Names one part of an entry: the complete image or the partial download of an identifier.
     struct Key: Hashable {
@@ -67,127 +67,124 @@ final class DiskCacheIndex {
 
     /// Bytes and rows of the whole index.
     func totals() throws(DiskCacheError) -> (bytes: Int, count: Int) {
-        let statement = try database.statement("SELECT COALESCE(SUM(bytes), 0), COUNT(*) FROM entries")
-        defer { statement.reset() }
-        _ = try statement.step()
-        return (statement.int(0), statement.int(1))
+        try database.query("SELECT COALESCE(SUM(bytes), 0), COUNT(*) FROM entries") { statement throws(DiskCacheError) in
+            _ = try statement.step()
+            return (statement.int(0), statement.int(1))
+        }
     }
 
     /// The row of `key`, as last written (last-access updates not yet written are the caller's).
     func row(_ key: Key) throws(DiskCacheError) -> Row? {
-        let statement = try database.statement("""
+        try database.query("""
             SELECT url, width, height, bytes, last_access, ttl, updates_expiry, last_modified, etag, expected_length,
                    placeholder, animated, inode FROM entries WHERE identifier = ? AND partial = ?
-            """).bind([.text(key.identifier), .integer(key.partial ? 1 : 0)])
-        defer { statement.reset() }
-        guard try statement.step(), let url = statement.text(0).flatMap(URL.init(string:)) else { return nil }
-        let width = statement.int(1), height = statement.int(2)
-        return Row(url: url, dimensions: width > 0 && height > 0 ? PixelSize(width: width, height: height) : nil,
-                   bytes: statement.int(3), lastAccess: Date(timeIntervalSinceReferenceDate: statement.double(4)),
-                   ttl: statement.double(5), updatesExpiry: statement.int(6) != 0, lastModified: statement.text(7),
-                   entityTag: statement.text(8), expectedLength: statement.int(9), placeholder: statement.int(10) != 0,
-                   animated: statement.int(11) != 0, inode: UInt64(bitPattern: Int64(statement.int(12))))
+            """, [.text(key.identifier), .integer(key.partial ? 1 : 0)]) { statement throws(DiskCacheError) in
+            guard try statement.step(), let url = statement.text(0).flatMap(URL.init(string:)) else { return nil }
+            let width = statement.int(1), height = statement.int(2)
+            return Row(url: url, dimensions: width > 0 && height > 0 ? PixelSize(width: width, height: height) : nil,
+                       bytes: statement.int(3), lastAccess: Date(timeIntervalSinceReferenceDate: statement.double(4)),
+                       ttl: statement.double(5), updatesExpiry: statement.int(6) != 0, lastModified: statement.text(7),
+                       entityTag: statement.text(8), expectedLength: statement.int(9), placeholder: statement.int(10) != 0,
+                       animated: statement.int(11) != 0, inode: UInt64(bitPattern: Int64(statement.int(12))))
+        }
     }
 
     /// Writes `row` for `key`, naming its file `file`, replacing any row the key had.
     func upsert(_ row: Row, key: Key, file: String) throws(DiskCacheError) {
-        try database.statement("""
+        try database.run("""
             INSERT OR REPLACE INTO entries (identifier, partial, file, inode, bytes, url, width, height, last_access,
                 ttl, updates_expiry, last_modified, etag, expected_length, placeholder, animated)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).bind([
+            """, [
                 .text(key.identifier), .integer(key.partial ? 1 : 0), .text(file), .integer(Int(Int64(bitPattern: row.inode))),
                 .integer(row.bytes), .text(row.url.absoluteString), .integer(row.dimensions?.width ?? 0),
                 .integer(row.dimensions?.height ?? 0), .real(row.lastAccess.timeIntervalSinceReferenceDate), .real(row.ttl),
                 .integer(row.updatesExpiry ? 1 : 0), .optional(row.lastModified), .optional(row.entityTag),
                 .integer(row.expectedLength), .integer(row.placeholder ? 1 : 0), .integer(row.animated ? 1 : 0),
-            ]).run()
+            ])
     }
 
     func delete(_ key: Key) throws(DiskCacheError) {
-        try database.statement("DELETE FROM entries WHERE identifier = ? AND partial = ?")
-            .bind([.text(key.identifier), .integer(key.partial ? 1 : 0)]).run()
+        try database.run("DELETE FROM entries WHERE identifier = ? AND partial = ?",
+                         [.text(key.identifier), .integer(key.partial ? 1 : 0)])
     }
 
     /// Gives `from`'s row the identifier `identifier` and the file `file`.
     func move(_ from: Key, to identifier: String, file: String) throws(DiskCacheError) {
-        try database.statement("UPDATE entries SET identifier = ?, file = ? WHERE identifier = ? AND partial = ?")
-            .bind([.text(identifier), .text(file), .text(from.identifier), .integer(from.partial ? 1 : 0)]).run()
+        try database.run("UPDATE entries SET identifier = ?, file = ? WHERE identifier = ? AND partial = ?",
+                         [.text(identifier), .text(file), .text(from.identifier), .integer(from.partial ? 1 : 0)])
     }
 
     /// Writes last-access times in one transaction.
     func updateLastAccess(_ touches: [Key: Date]) throws {
         try database.transaction {
             for (key, date) in touches {
-                try database.statement("UPDATE entries SET last_access = ? WHERE identifier = ? AND partial = ?")
-                    .bind([.real(date.timeIntervalSinceReferenceDate), .text(key.identifier), .integer(key.partial ? 1 : 0)]).run()
+                try database.run("UPDATE entries SET last_access = ? WHERE identifier = ? AND partial = ?",
+                                 [.real(date.timeIntervalSinceReferenceDate), .text(key.identifier), .integer(key.partial ? 1 : 0)])
             }
         }
     }
 
     /// The least recently used part, if any.
     func leastRecentlyUsed() -> Key? {
-        guard let statement = try? database.statement("SELECT identifier, partial FROM entries ORDER BY last_access LIMIT 1"),
-              (try? statement.step()) == true, let identifier = statement.text(0)
-        else { return nil }
-        defer { statement.reset() }
-        return Key(identifier: identifier, partial: statement.int(1) != 0)
+        try? database.query("SELECT identifier, partial FROM entries ORDER BY last_access LIMIT 1") { statement in
+            guard (try? statement.step()) == true, let identifier = statement.text(0) else { return nil }
+            return Key(identifier: identifier, partial: statement.int(1) != 0)
+        }
     }
 
     /// Whether a row names the file `name` (true when the index cannot tell: a file is kept when in doubt).
     func namesFile(_ name: String) -> Bool {
-        guard let statement = try? database.statement("SELECT 1 FROM entries WHERE file = ? LIMIT 1").bind([.text(name)])
-        else { return true }
-        defer { statement.reset() }
-        return (try? statement.step()) != false
+        (try? database.query("SELECT 1 FROM entries WHERE file = ? LIMIT 1", [.text(name)]) { statement in
+            (try? statement.step()) != false
+        }) ?? true
     }
 
     /// Up to `limit` rows after `afterRow`, in rowid order.
     func rows(after afterRow: Int64, limit: Int) -> [SweepRow] {
-        guard let statement = try? database.statement("""
+        let sql = """
             SELECT rowid, identifier, partial, inode, last_access, ttl, width * height FROM entries
             WHERE rowid > ? ORDER BY rowid LIMIT ?
-            """).bind([.integer(Int(afterRow)), .integer(limit)])
-        else { return [] }
-        defer { statement.reset() }
-        var rows: [SweepRow] = []
-        while (try? statement.step()) == true {
-            rows.append(SweepRow(rowid: Int64(statement.int(0)),
-                                 key: Key(identifier: statement.text(1) ?? "", partial: statement.int(2) != 0),
-                                 inode: UInt64(bitPattern: Int64(statement.int(3))),
-                                 lastAccess: Date(timeIntervalSinceReferenceDate: statement.double(4)),
-                                 ttl: statement.double(5), area: statement.int(6)))
-        }
-        return rows
+            """
+        return (try? database.query(sql, [.integer(Int(afterRow)), .integer(limit)]) { statement in
+            var rows: [SweepRow] = []
+            while (try? statement.step()) == true {
+                rows.append(SweepRow(rowid: Int64(statement.int(0)),
+                                     key: Key(identifier: statement.text(1) ?? "", partial: statement.int(2) != 0),
+                                     inode: UInt64(bitPattern: Int64(statement.int(3))),
+                                     lastAccess: Date(timeIntervalSinceReferenceDate: statement.double(4)),
+                                     ttl: statement.double(5), area: statement.int(6)))
+            }
+            return rows
+        }) ?? []
     }
 
     /// Every part's key.
     func allKeys() -> [Key] {
-        guard let statement = try? database.statement("SELECT identifier, partial FROM entries") else { return [] }
-        defer { statement.reset() }
-        var keys: [Key] = []
-        while (try? statement.step()) == true {
-            keys.append(Key(identifier: statement.text(0) ?? "", partial: statement.int(1) != 0))
-        }
-        return keys
+        (try? database.query("SELECT identifier, partial FROM entries") { statement in
+            var keys: [Key] = []
+            while (try? statement.step()) == true {
+                keys.append(Key(identifier: statement.text(0) ?? "", partial: statement.int(1) != 0))
+            }
+            return keys
+        }) ?? []
     }
 
     /// What inspection shows of every part, most recently used first.
     func entryInfos() -> [DiskCacheEntryInfo] {
-        guard let statement = try? database.statement(
-            "SELECT identifier, partial, url, width, height, bytes, expected_length, placeholder FROM entries ORDER BY last_access DESC")
-        else { return [] }
-        defer { statement.reset() }
-        var out: [DiskCacheEntryInfo] = []
-        while (try? statement.step()) == true {
-            let bytes = statement.int(5), expected = statement.int(6)
-            out.append(DiskCacheEntryInfo(
-                identifier: statement.text(0) ?? "", isPartial: statement.int(1) != 0,
-                url: URL(string: statement.text(2) ?? "") ?? URL(fileURLWithPath: "/"),
-                dimensions: PixelSize(width: statement.int(3), height: statement.int(4)), bytes: bytes,
-                progress: statement.int(1) != 0 ? min(Double(bytes) / Double(max(expected, 1)), 0.999) : 1,
-                isPlaceholder: statement.int(7) != 0))
-        }
-        return out
+        let sql = "SELECT identifier, partial, url, width, height, bytes, expected_length, placeholder FROM entries ORDER BY last_access DESC"
+        return (try? database.query(sql) { statement in
+            var out: [DiskCacheEntryInfo] = []
+            while (try? statement.step()) == true {
+                let bytes = statement.int(5), expected = statement.int(6)
+                out.append(DiskCacheEntryInfo(
+                    identifier: statement.text(0) ?? "", isPartial: statement.int(1) != 0,
+                    url: URL(string: statement.text(2) ?? "") ?? URL(fileURLWithPath: "/"),
+                    dimensions: PixelSize(width: statement.int(3), height: statement.int(4)), bytes: bytes,
+                    progress: statement.int(1) != 0 ? min(Double(bytes) / Double(max(expected, 1)), 0.999) : 1,
+                    isPlaceholder: statement.int(7) != 0))
+            }
+            return out
+        }) ?? []
     }
 }

@@ -53,7 +53,25 @@ final class SQLiteDatabase {
         }
     }
 
-    /// A prepared statement for `sql`, cached: reset and rebound on every use.
+    /// Runs the query `sql` with `values` bound, lets `body` read its rows, and resets the statement after.
+    ///
+    /// The reset is what lets several processes share one database: a cached statement left on a row keeps its
+    /// read snapshot open, and in WAL mode, once another process commits, every later write of this connection
+    /// fails with `SQLITE_BUSY_SNAPSHOT`.
+    func query<T>(_ sql: String, _ values: [SQLiteValue] = [],
+                  _ body: (Statement) throws(DiskCacheError) -> T) throws(DiskCacheError) -> T {
+        let statement = try statement(sql).bind(values)
+        defer { statement.reset() }
+        return try body(statement)
+    }
+
+    /// Runs `sql`, a statement that returns no rows, with `values` bound.
+    func run(_ sql: String, _ values: [SQLiteValue] = []) throws(DiskCacheError) {
+        try query(sql, values) { statement throws(DiskCacheError) in try statement.run() }
+    }
+
+    /// A prepared statement for `sql`, cached: reset and rebound on every use. Left on a row, it holds a read
+    /// snapshot until then: use ``query(_:_:_:)`` or ``run(_:_:)``, which reset it at once.
     func statement(_ sql: String) throws(DiskCacheError) -> Statement {
         if let cached = statements[sql] {
             cached.reset()

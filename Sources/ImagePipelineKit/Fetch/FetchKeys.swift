@@ -11,7 +11,6 @@ struct FetchKeys: Sendable {
     let target: TargetSizing
     /// The transformer's identifier; `nil` without a transformer or for one that has none.
     let transformerIdentifier: String?
-    let hasTransformer: Bool
     /// What this fetch's rendered-cache lookups match on; `nil` when it never reads that cache: the memory
     /// source is not allowed, there is no identifier, no positive target with a scaling mode, or a transformer
     /// without an identifier (its output cannot be told from another transformer's).
@@ -22,7 +21,6 @@ struct FetchKeys: Sendable {
     /// Whether this fetch's renditions go to the rendition tables: as for the rendered cache, and the request
     /// is not a placeholder and any transformer has an identifier.
     let keepsRenditions: Bool
-    private let appliesOrientation: Bool
     private let decoderConfiguration: DecoderConfiguration
 
     init(identifier: String, target: TargetSizing, sources: LoadingSources, options: FetchOptions,
@@ -31,8 +29,6 @@ struct FetchKeys: Sendable {
         self.target = target
         self.decoderConfiguration = decoderConfiguration
         transformerIdentifier = transformer?.identifier
-        hasTransformer = transformer != nil
-        appliesOrientation = decoderConfiguration.appliesOrientation
         let transformerIsNamed = transformer == nil || transformer?.identifier != nil
         renderedLookup = sources.contains(.memoryCache) && !identifier.isEmpty && target.scalesToTarget && transformerIsNamed
             ? RenderedLookup(identifier: identifier, target: target, transformerIdentifier: transformer?.identifier)
@@ -59,7 +55,7 @@ struct FetchKeys: Sendable {
     func renditionKey(of source: CachedImageInfo) -> RenditionKey? {
         guard keepsRenditions, !source.isPlaceholder, let dimensions = target.dimensions else { return nil }
         let transformer = transformerIdentifier.map { "t" + $0 } ?? "-"
-        let orientation = appliesOrientation ? "o" : "r"
+        let orientation = decoderConfiguration.appliesOrientation ? "o" : "r"
         return RenditionKey(
             identifier: identifier,
             variant: "\(source.url.absoluteString)|\(source.dimensions.width)x\(source.dimensions.height)|\(source.byteCount)|"
@@ -85,4 +81,10 @@ struct CachedImageInfo: Sendable {
     var dimensions: PixelSize
     var byteCount: Int
     var isPlaceholder: Bool
+}
+
+extension CachedImageInfo {
+    init(_ image: CachedImageData) {
+        self.init(url: image.url, dimensions: image.dimensions, byteCount: image.data.count, isPlaceholder: image.isPlaceholder)
+    }
 }

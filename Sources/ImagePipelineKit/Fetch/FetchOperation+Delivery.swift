@@ -9,7 +9,7 @@ extension FetchOperation {
     /// and the walk goes on with `next`.
     func _queue_deliverCached(_ cached: CachedImageData, from tier: PipelineCaches.Tier, percolates: Bool = true,
                               orElse next: @escaping @Sendable () -> Void) {
-        let source: ImageLoadSource = tier == .memory ? .memoryCache : .diskCache
+        let source = tier.loadSource
         _queue_decodeShared(cached.data) { [self] outcome in
             guard case .success(let decoded) = outcome else {
                 pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: plan.identifier, source: source))
@@ -26,9 +26,7 @@ extension FetchOperation {
                                      originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
                                      identifier: plan.identifier, imageWasTransformed: transformed)
             // The operation reports finished once the rendition is kept.
-            let info = CachedImageInfo(url: cached.url, dimensions: cached.dimensions, byteCount: cached.data.count,
-                                       isPlaceholder: cached.isPlaceholder)
-            _queue_succeed(result, percolate: _queue_renditionKeeper(image, of: info, transformed: transformed))
+            _queue_succeed(result, percolate: _queue_renditionKeeper(image, of: CachedImageInfo(cached), transformed: transformed))
         }
     }
 

@@ -128,10 +128,7 @@ extension FetchOperation {
         // callback finds it there; the disk write waits until after.
         _queue_keepRendered(finalImage, sourceDimensions: dimensions, isPlaceholder: plan.isPlaceholder, transformed: transformed)
         let cached = plan.cachedImage(result.data, dimensions: dimensions, isAnimated: decoded.properties.isAnimated)
-        let keepRendition = _queue_renditionKeeper(
-            finalImage, of: CachedImageInfo(url: plan.url, dimensions: dimensions, byteCount: result.data.count,
-                                            isPlaceholder: plan.isPlaceholder),
-            transformed: transformed)
+        let keepRendition = _queue_renditionKeeper(finalImage, of: CachedImageInfo(cached), transformed: transformed)
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
         guard result.isOwner else { return _queue_succeed(image, percolate: keepRendition) }
         pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)

@@ -30,6 +30,15 @@ enum SourceOutcome {
     case miss
 }
 
+extension PipelineCaches.Tier {
+    /// The source a fetch reports while it reads this tier.
+    var loadSource: ImageLoadSource { self == .memory ? .memoryCache : .diskCache }
+    /// The request's loading source that allows reading this tier.
+    var loadingSource: LoadingSources { self == .memory ? .memoryCache : .diskCache }
+    /// The fetch's state while it reads this tier.
+    var fetchState: FetchOperation.State { self == .memory ? .loadingFromMemory : .loadingFromDisk }
+}
+
 // The source-by-source walk of a fetch: one dispatcher picks the next source, each source step says what it
 // came to. Every method runs on the operation's queue; decoding happens here, never on the delegate queue.
 extension FetchOperation {
@@ -84,13 +93,8 @@ extension FetchOperation {
     /// The memory and the disk steps: the image's rendition from the tables, else its cached bytes decoded at
     /// the target, else a preview from another URL, else its partial to resume.
     private func _queue_loadFromCache(_ tier: PipelineCaches.Tier) -> SourceOutcome {
-        let source: ImageLoadSource = tier == .memory ? .memoryCache : .diskCache
-        guard plan.sources.contains(tier == .memory ? .memoryCache : .diskCache), pipeline.caches.has(tier) else {
-            // Without this pipeline's disk there is nothing to copy other pipelines' images into.
-            if tier == .disk { remainingSources.removeAll { $0 == .otherPipelines } }
-            return .miss
-        }
-        _queue_begin(source, state: tier == .memory ? .loadingFromMemory : .loadingFromDisk)
+        guard plan.sources.contains(tier.loadingSource), pipeline.caches.has(tier) else { return .miss }
+        _queue_begin(tier.loadSource, state: tier.fetchState)
         // A rendition made while this fetch waited in the operation queue (another fetch of the image finished)
         // needs no decode. TIP reads the rendered cache only before queueing; reading it again here is what
         // lets a hundred queued fetches of one image cost one decode.
@@ -98,14 +102,17 @@ extension FetchOperation {
             _queue_succeed(result)
             return .finished
         }
-        // With rendition tables, what the tier knows of the image (on disk: the index alone) names its rendition,
-        // which then needs no read of the bytes and no decode.
+        // With rendition tables, what the tier knows of the image names its rendition, which then needs no decode.
+        // Memory holds the bytes anyway, so its entry is read once; on disk the index alone is asked, and the
+        // file is read only when the tables miss.
+        let memoryEntry = tier == .memory ? pipeline.caches.entry(in: .memory, identifier: plan.identifier) : nil
         if pipeline.caches.renditionTables != nil, plan.keys.keepsRenditions,
-           let info = pipeline.caches.completeImageInfo(in: tier, identifier: plan.identifier), info.url == plan.url,
-           _queue_showRendition(of: info, source: source) == .final {
+           let info = tier == .memory ? memoryEntry?.complete.map(CachedImageInfo.init)
+                                      : pipeline.caches.diskImageInfo(identifier: plan.identifier),
+           info.url == plan.url, _queue_showRendition(of: info, source: tier.loadSource) == .final {
             return .finished
         }
-        let entry = pipeline.caches.entry(in: tier, identifier: plan.identifier)
+        let entry = tier == .memory ? memoryEntry : pipeline.caches.entry(in: .disk, identifier: plan.identifier)
         let afterImage: @Sendable () -> Void = { [self] in _queue_continue(with: _queue_partialOutcome(entry)) }
         if let complete = entry?.complete {
             if complete.url == plan.url {
@@ -114,7 +121,7 @@ extension FetchOperation {
             }
             // One preview per fetch: a disk image of another URL only when the memory cache offered none.
             if previewResult == nil {
-                _queue_offerPreview(complete, source: source, then: afterImage)
+                _queue_offerPreview(complete, source: tier.loadSource, then: afterImage)
                 return .waiting
             }
         }
@@ -132,7 +139,9 @@ extension FetchOperation {
     /// Another live pipeline's disk entry with the same identifier *and* URL is copied into this pipeline's disk
     /// cache and delivered from there.
     private func _queue_loadFromOtherPipelines() -> SourceOutcome {
-        _queue_loadFromOtherPipelines(PipelineRegistry.shared.livePipelines.filter { $0 !== pipeline }[...])
+        // Their images are copied into this pipeline's disk, so the disk source and a disk of its own are needed.
+        guard plan.sources.contains(.diskCache), pipeline.caches.has(.disk) else { return .miss }
+        return _queue_loadFromOtherPipelines(PipelineRegistry.shared.livePipelines.filter { $0 !== pipeline }[...])
     }
 
     private func _queue_loadFromOtherPipelines(_ others: ArraySlice<ImagePipeline>) -> SourceOutcome {

@@ -47,17 +47,10 @@ final class PipelineCaches: Sendable {
         }
     }
 
-    /// What `tier` knows of `identifier`'s complete image without reading its bytes (on disk, the index alone).
-    func completeImageInfo(in tier: Tier, identifier: String) -> CachedImageInfo? {
-        switch tier {
-        case .memory:
-            return memory.entry(for: identifier)?.complete.map {
-                CachedImageInfo(url: $0.url, dimensions: $0.dimensions, byteCount: $0.data.count, isPlaceholder: $0.isPlaceholder)
-            }
-        case .disk:
-            return disk?.completeEntryInfo(for: identifier).map {
-                CachedImageInfo(url: $0.url, dimensions: $0.dimensions, byteCount: $0.bytes, isPlaceholder: $0.isPlaceholder)
-            }
+    /// What the disk index says of `identifier`'s complete image, without reading its file.
+    func diskImageInfo(identifier: String) -> CachedImageInfo? {
+        disk?.completeEntryInfo(for: identifier).map {
+            CachedImageInfo(url: $0.url, dimensions: $0.dimensions, byteCount: $0.bytes, isPlaceholder: $0.isPlaceholder)
         }
     }
 
