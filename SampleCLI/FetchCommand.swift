@@ -64,6 +64,19 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Cancel each download once this many bytes arrived (keeps the partial).", valueName: "N"))
     var cancelAfterBytes: Int?
 
+    @Option(help: ArgumentHelp("Fail a download whose body passes this many bytes (default 64 MiB).", valueName: "N"))
+    var maxResponseBytes: Int?
+
+    @Option(help: ArgumentHelp("Fail a download that takes longer than this in all (default 120).", valueName: "SECONDS"))
+    var timeout: Double?
+
+    @Option(help: ArgumentHelp("Fail a download slower than this on average over --min-rate-window (default 1024; 0: no minimum).",
+                               valueName: "BYTES_PER_SECOND"))
+    var minRate: Int?
+
+    @Option(help: ArgumentHelp("The window --min-rate is averaged over (default 20).", valueName: "SECONDS"))
+    var minRateWindow: Double?
+
     @Flag(help: "Print one JSON object per URL instead of a line of text.")
     var json = false
 
@@ -74,6 +87,10 @@ struct FetchCommand: AsyncParsableCommand {
         if identifier != nil, urls.count > 1 { throw ValidationError("--identifier needs exactly one URL") }
         if let cancelAfterBytes, cancelAfterBytes < 1 { throw ValidationError("--cancel-after-bytes must be at least 1") }
         if let ttl, ttl <= 0 { throw ValidationError("--ttl must be positive") }
+        if let maxResponseBytes, maxResponseBytes < 1 { throw ValidationError("--max-response-bytes must be at least 1") }
+        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be positive") }
+        if let minRate, minRate < 0 { throw ValidationError("--min-rate cannot be negative") }
+        if let minRateWindow, !(minRateWindow > 0) { throw ValidationError("--min-rate-window must be positive") }
     }
 
     func run() async throws {
@@ -85,6 +102,7 @@ struct FetchCommand: AsyncParsableCommand {
         case .httpclient: HTTPClientDownloader()
         }
         configuration.imageDownloader = downloader
+        configuration.downloadLimits = downloadLimits
         let root = cacheDir.map { URL(fileURLWithPath: $0) } ?? ImagePipeline.defaultCacheRoot
         let pipeline: ImagePipeline
         do {
@@ -114,6 +132,19 @@ struct FetchCommand: AsyncParsableCommand {
         for report in reports { print(json ? report.jsonLine() : report.textLine()) }
         try await (downloader as? HTTPClientDownloader)?.shutdown()
         if reports.contains(where: { $0.result == nil }) { throw ExitCode(1) }
+    }
+
+    /// The defaults, with what the options change.
+    private var downloadLimits: DownloadLimits {
+        var limits = DownloadLimits()
+        if let maxResponseBytes { limits.maxResponseBytes = maxResponseBytes }
+        if let timeout { limits.totalTimeout = .milliseconds(Int64(timeout * 1000)) }
+        if minRate != nil || minRateWindow != nil {
+            let rate = minRate ?? limits.minimumTransferRate?.bytesPerSecond ?? 1024
+            let window = minRateWindow.map { Duration.milliseconds(Int64($0 * 1000)) } ?? limits.minimumTransferRate?.window ?? .seconds(20)
+            limits.minimumTransferRate = rate > 0 ? MinimumTransferRate(bytesPerSecond: rate, window: window) : nil
+        }
+        return limits
     }
 
     /// One fetch through the events API; leaving the loop early (after `cancelAfterBytes`) cancels it.
@@ -215,6 +246,7 @@ struct FetchReport {
             "bytes": operation.receivedByteCount, "resumed": result?.source == .networkResumed,
             "durationMs": (duration.milliseconds * 1000).rounded() / 1000,
             "error": error.map { "\($0)" } ?? NSNull(), "errorCode": error.map { $0.code.rawValue } ?? NSNull(),
+            "downloadError": (error?.underlying as? DownloadError).map { String(describing: $0.code) } ?? NSNull(),
             "progressiveScans": progressiveScans,
         ]
         if let preview = operation.previewResult {
@@ -236,11 +268,11 @@ struct FetchReport {
         let time = String(format: "%.1f ms", duration.milliseconds)
         guard let result else {
             let received = operation.receivedByteCount > 0 ? " after \(operation.receivedByteCount) bytes" : ""
-            return "\(request.url.absoluteString): \(Self.stateName(operation.state))\(received): \(error.map { "\($0)" } ?? "no image"), \(time)"
+            return "\(request.url.absoluteString.terminalSafe): \(Self.stateName(operation.state))\(received): \((error.map { "\($0)" } ?? "no image").terminalSafe), \(time)"
         }
         let size = result.image.dimensions == result.originalDimensions
             ? "\(result.originalDimensions)" : "\(result.originalDimensions) -> \(result.image.dimensions)"
         let bytes = operation.receivedByteCount > 0 ? ", \(operation.receivedByteCount) bytes" : ""
-        return "\(request.url.absoluteString): from \(String(describing: result.source)), \(size)\(bytes), \(time)"
+        return "\(request.url.absoluteString.terminalSafe): from \(String(describing: result.source)), \(size)\(bytes), \(time)"
     }
 }

@@ -92,8 +92,11 @@ public final class ImageOriginServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let id = connections.register(channel)
+                    // Framing headers come from the response planner, which can leave a body unframed.
+                    var encoder = HTTPResponseEncoder.Configuration()
+                    encoder.automaticallySetFramingHeaders = false
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                        withPipeliningAssistance: true, withErrorHandling: true)
+                        withPipeliningAssistance: true, withErrorHandling: true, withEncoderConfiguration: encoder)
                     try channel.pipeline.syncOperations.addHandler(OriginHTTPHandler(
                         routes: routes, log: log, directory: directory, connections: connections, connectionID: id))
                 }

@@ -18,6 +18,12 @@ public enum OriginFault: Sendable, Hashable {
     case wrongContentLength(Int)
     /// Answer every request with `200` and the whole body, whatever `Range` and `If-Range` say.
     case ignoreRange
+    /// Honour `Range` whatever `If-Range` says: a client resuming a file that has changed since gets a `206`
+    /// of the new file (as broken caches and servers do).
+    case ignoreIfRange
+    /// Send the body chunked and never end it: the asset's bytes (or range) over and over, as fast as the
+    /// client reads and shaping allows, until the client goes away or the server shuts down.
+    case endlessBody
     /// Send neither `Last-Modified` nor `ETag`; an `If-Range` then never matches, so ranges get the full body.
     case noValidators
     /// Omit `Accept-Ranges: bytes` (ranges are still honoured unless ``ignoreRange`` is also set).
@@ -25,6 +31,9 @@ public enum OriginFault: Sendable, Hashable {
     /// Send the asset's body with `Transfer-Encoding: chunked` and no `Content-Length`, as many CDNs do, so
     /// the client cannot know the length in advance (an HTTP/1.0 client gets a body ended by closing).
     case chunkedTransfer
+    /// Send the body with neither `Content-Length` nor chunked framing, ended by closing the connection (as
+    /// HTTP/1.0 servers and some proxies do): the client cannot tell a cut connection from the body's end.
+    case closeDelimitedBody
     /// Answer with this status and a small `text/plain` body instead of the asset (the route need not exist).
     case status(Int)
     /// Answer with a redirect: this status (301, 302, 303, 307 or 308) and `Location: to`.
@@ -49,9 +58,12 @@ struct OriginFaultSet: Sendable, Hashable {
     var interruption: Interruption?
     var declaredLength: Int?
     var ignoresRange = false
+    var ignoresIfRange = false
+    var isEndless = false
     var omitsValidators = false
     var omitsAcceptRanges = false
     var isChunked = false
+    var isCloseDelimited = false
     var statusOverride: Int?
     var redirectLocation: String?
     var redirectStatus = 302
@@ -66,9 +78,12 @@ struct OriginFaultSet: Sendable, Hashable {
             case .stallAfterBytes(let bytes): interruption = interruption ?? .stall(afterBytes: bytes)
             case .wrongContentLength(let length): declaredLength = declaredLength ?? max(0, length)
             case .ignoreRange: ignoresRange = true
+            case .ignoreIfRange: ignoresIfRange = true
+            case .endlessBody: (isEndless, isChunked) = (true, true)
             case .noValidators: omitsValidators = true
             case .noAcceptRanges: omitsAcceptRanges = true
             case .chunkedTransfer: isChunked = true
+            case .closeDelimitedBody: (isChunked, isCloseDelimited) = (true, true)
             case .status(let code):
                 if statusOverride == nil, redirectLocation == nil { statusOverride = code }
             case .redirect(let location, let code):

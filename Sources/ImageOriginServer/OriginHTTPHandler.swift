@@ -221,7 +221,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func _eventLoop_writeAllowedChunks(_ exchange: Exchange, plan: OriginResponsePlan,
                                                context: ChannelHandlerContext) -> Bool {
         var writtenThisTurn = 0
-        while exchange.nextOffset < plan.bodyRange.upperBound {
+        while plan.hasBody(after: exchange.nextOffset) {
             if !context.channel.isWritable {
                 // The flush may drain below the low water mark at once; that writability change arrives while
                 // `isPumping` is set and is ignored, so look again rather than wait for it.
@@ -233,7 +233,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
                 context.eventLoop.assumeIsolated().execute { self._eventLoop_pump(context: context) }
                 return false
             }
-            var count = min(plan.bodyRange.upperBound - exchange.nextOffset, Self.chunkSize)
+            var count = min(plan.source(at: exchange.nextOffset).available, Self.chunkSize)
             if let rate = plan.shaping.bytesPerSecond {
                 let now = NIODeadline.now()
                 let elapsed = Double((now - exchange.refilledAt).nanoseconds) / 1e9
@@ -268,7 +268,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     // Runs on the channel's event loop.
     private func _eventLoop_writeBody(_ exchange: Exchange, plan: OriginResponsePlan, count: Int,
                                       context: ChannelHandlerContext) {
-        let start = exchange.nextOffset
+        let start = plan.source(at: exchange.nextOffset).start
         var buffer = context.channel.allocator.buffer(capacity: count)
         plan.body.withUnsafeBytes { raw in
             _ = buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[start..<(start + count)]))

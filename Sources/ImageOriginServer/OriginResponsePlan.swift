@@ -26,6 +26,21 @@ struct OriginResponsePlan: Sendable {
     var bodyRange: Range<Int>
     var ending: Ending
     var shaping: OriginShaping
+    /// Whether ``bodyRange`` repeats forever instead of ending.
+    var isEndless = false
+
+    /// Where the body byte at `offset` (counted from ``bodyRange``'s start, repeats included) comes from in
+    /// ``body``, and how many bytes from there belong to the same repeat.
+    func source(at offset: Int) -> (start: Int, available: Int) {
+        let length = bodyRange.count
+        let position = isEndless && length > 0 ? (offset - bodyRange.lowerBound) % length : offset - bodyRange.lowerBound
+        return (bodyRange.lowerBound + position, length - position)
+    }
+
+    /// Whether bytes remain to be sent once `offset` is reached.
+    func hasBody(after offset: Int) -> Bool {
+        (isEndless && !bodyRange.isEmpty) || offset < bodyRange.upperBound
+    }
 
     /// The request facts the planner uses.
     struct Request {
@@ -79,21 +94,26 @@ struct OriginResponsePlan: Sendable {
         let length = asset.data.count
         var outcome = OriginByteRange.full
         if !faults.ignoresRange,
-           OriginByteRange.ifRangeAllows(request.headers.first(name: "If-Range"), etag: etag, lastModified: lastModified) {
+           faults.ignoresIfRange
+            || OriginByteRange.ifRangeAllows(request.headers.first(name: "If-Range"), etag: etag, lastModified: lastModified) {
             outcome = OriginByteRange.evaluate(request.headers.first(name: "Range"), length: length)
         }
         switch outcome {
         case .full:
             if !faults.isChunked { headers.add(name: "Content-Length", value: String(faults.declaredLength ?? length)) }
-            return finished(status: .ok, headers: headers, body: asset.data, range: 0..<length, request: request,
-                            shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength,
-                            chunked: faults.isChunked)
+            var plan = finished(status: .ok, headers: headers, body: asset.data, range: 0..<length, request: request,
+                                shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength,
+                                chunked: faults.isChunked, closeDelimited: faults.isCloseDelimited)
+            plan.isEndless = faults.isEndless && faults.interruption == nil
+            return plan
         case .partial(let range):
             headers.add(name: "Content-Range", value: "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(length)")
             if !faults.isChunked { headers.add(name: "Content-Length", value: String(faults.declaredLength ?? range.count)) }
-            return finished(status: .partialContent, headers: headers, body: asset.data, range: range, request: request,
-                            shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength,
-                            chunked: faults.isChunked)
+            var plan = finished(status: .partialContent, headers: headers, body: asset.data, range: range, request: request,
+                                shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength,
+                                chunked: faults.isChunked, closeDelimited: faults.isCloseDelimited)
+            plan.isEndless = faults.isEndless && faults.interruption == nil
+            return plan
         case .unsatisfiable:
             headers.replaceOrAdd(name: "Content-Type", value: "text/plain; charset=utf-8")
             headers.add(name: "Content-Range", value: "bytes */\(length)")
@@ -107,8 +127,9 @@ struct OriginResponsePlan: Sendable {
     private static func finished(status: HTTPResponseStatus, headers: HTTPHeaders, body: Data, range: Range<Int>,
                                  request: Request, shaping: OriginShaping,
                                  interruption: OriginFaultSet.Interruption?, declaredLength: Int?,
-                                 chunked: Bool = false) -> OriginResponsePlan {
+                                 chunked: Bool = false, closeDelimited: Bool = false) -> OriginResponsePlan {
         var headers = headers
+        let isHTTP11 = (request.version.major, request.version.minor) >= (1, 1)
         headers.add(name: "Date", value: HTTPDate.format(Date()))
         if !request.keepAlive {
             headers.add(name: "Connection", value: "close")
@@ -117,10 +138,19 @@ struct OriginResponsePlan: Sendable {
         }
         var range = range
         // A 1xx, 204 or 304 has no body whatever it declares, and HEAD only describes one.
-        let hasBody = request.method != .HEAD && !(100..<200).contains(status.code) && status.code != 204 && status.code != 304
+        let statusHasBody = !(100..<200).contains(status.code) && status.code != 204 && status.code != 304
+        let hasBody = request.method != .HEAD && statusHasBody
         if !hasBody { range = range.lowerBound..<range.lowerBound }
+        // The server frames responses itself (NIO's automatic framing is off) so that a body can also go out
+        // with no framing at all, ended by the close.
+        if !statusHasBody {
+            headers.remove(name: "Content-Length")
+            headers.remove(name: "Transfer-Encoding")
+        } else if !headers.contains(name: "Content-Length"), isHTTP11, !closeDelimited {
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        }
         // A wrong declared length, or a body without a length that HTTP/1.0 cannot chunk, ends with the connection.
-        let closesAfter = (declaredLength != nil && !chunked) || (chunked && (request.version.major, request.version.minor) < (1, 1))
+        let closesAfter = (declaredLength != nil && !chunked) || (chunked && (!isHTTP11 || closeDelimited))
         var ending = OriginResponsePlan.Ending.finish(thenClose: !request.keepAlive || (closesAfter && hasBody))
         if let interruption, hasBody {
             let stop = min(range.count, interruption.afterBytes)

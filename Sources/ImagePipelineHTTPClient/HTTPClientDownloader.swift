@@ -49,7 +49,8 @@ public final class HTTPClientDownloader: ImageDownloader {
 
     /// The configuration an owned client gets by default: automatic HTTP version (HTTP/2 when TLS offers it),
     /// no redirects, no decompression, 8 HTTP/1.1 connections per host, no read timeout (each request's
-    /// ``DownloadLimits/idleTimeout`` applies) and a 30 s connect timeout.
+    /// ``DownloadLimits/idleTimeout`` applies), a 30 s connect timeout, and no retry of a failed connect (a
+    /// refused connection fails with ``DownloadError/connectionRefused`` at once).
     ///
     /// The client's connect timeout matters beside each request's ``DownloadLimits/connectTimeout``: a request
     /// that gives up on its connect leaves the pool's connection attempt running until the client's timeout,
@@ -62,6 +63,10 @@ public final class HTTPClientDownloader: ImageDownloader {
             decompression: .disabled)
         configuration.httpVersion = .automatic
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 8)
+        // A failed connect fails the requests waiting for it at once. Retrying with back-off until the connect
+        // timeout would turn a refused connection (nothing listens: no retry will help) into a ten-second
+        // "connect timed out"; an image fetch that fails can simply be fetched again.
+        configuration.connectionPool.retryConnectionEstablishment = false
         return configuration
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import ImagePipelineKit
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Synchronization
 import PipelineLocking
 
@@ -111,6 +112,7 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
 
     /// The download's error for an error AsyncHTTPClient reported.
     static func downloadError(_ error: any Error, limits: DownloadLimits) -> DownloadError {
+        if isConnectionRefused(error) { return .connectionRefused }
         if let error = error as? HTTPClientError {
             switch error {
             case .connectTimeout, .getConnectionFromPoolTimeout, .tlsHandshakeTimeout:
@@ -126,6 +128,15 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
             }
         }
         return .transport(description: String(describing: error))
+    }
+
+    /// Whether the connect was answered with a refusal (`ECONNREFUSED`), for one address or for all of them.
+    private static func isConnectionRefused(_ error: any Error) -> Bool {
+        if let error = error as? IOError { return error.errnoCode == ECONNREFUSED }
+        if let error = error as? NIOConnectionError {
+            return !error.connectionErrors.isEmpty && error.connectionErrors.allSatisfy { isConnectionRefused($0.error) }
+        }
+        return false
     }
 }
 

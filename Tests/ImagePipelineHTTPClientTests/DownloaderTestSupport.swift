@@ -173,7 +173,7 @@ enum Fixtures {
     /// A larger real JPEG (527 KB), for downloads that must last a while when shaped.
     static let hubbleJPEG: Data = image("skimage-hubble_deep_field.jpg")
 
-    private static func image(_ name: String) -> Data {
+    static func image(_ name: String) -> Data {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let url = root.appendingPathComponent("SampleCLI/Images/\(name)")

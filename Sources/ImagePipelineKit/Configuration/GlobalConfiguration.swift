@@ -41,6 +41,7 @@ public final class GlobalConfiguration: Sendable {
     /// Where the disk caches report problems; connected to ``report(_:)`` once this configuration exists.
     private let diskProblems = ProblemRelay()
     private let currentLogger = Locked<Logger?>(nil)
+    private let currentDownloadLimits = Locked(DownloadLimits())
     /// See ``metricsFactory``; `nil` reads `MetricsSystem.factory` at each use.
     let chosenMetricsFactory = Locked<(any MetricsFactory)?>(nil)
 
@@ -97,6 +98,13 @@ public final class GlobalConfiguration: Sendable {
     public var maxConcurrentImagePipelineDownloadCount: Int {
         get { coordinator.withLock { $0?.maxConcurrentDownloads } ?? 4 }
         set { downloadCoordinator.maxConcurrentDownloads = newValue }
+    }
+
+    /// The bounds of every download a fetch starts: response size, total deadline, minimum transfer rate,
+    /// timeouts and redirects. ``DownloadLimits``'s defaults unless set; read when a download starts.
+    public var downloadLimits: DownloadLimits {
+        get { currentDownloadLimits.withLock { $0 } }
+        set { currentDownloadLimits.withLock { $0 = newValue } }
     }
 
     /// A configuration with TIP's defaults and caches of its own.

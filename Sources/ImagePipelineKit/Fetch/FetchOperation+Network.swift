@@ -17,7 +17,8 @@ extension FetchOperation {
             shared.withLock { $0.receivedByteCount = partial.data.count }
             _queue_setProgress(min(Double(partial.data.count) / Double(max(partial.expectedByteCount, 1)), 0.999))
         }
-        let download = plan.downloadRequest(pipelineIdentifier: pipeline.identifier, partial: partial)
+        let download = plan.downloadRequest(pipelineIdentifier: pipeline.identifier, partial: partial,
+                                            limits: pipeline.configuration.downloadLimits)
         // Identical fetches that reach the network before this one stored what it downloaded get its bytes.
         let attachment = pipeline.configuration.downloadCoordinator.load(download, priority: priority,
                                                                          client: FetchDownloadClient(operation: self),

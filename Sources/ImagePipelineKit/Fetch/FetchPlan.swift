@@ -60,9 +60,9 @@ struct FetchPlan: Sendable {
     var mayResume: Bool { (sources.contains(.networkResumed) || sources.contains(.network)) && !isPlaceholder }
 
     /// The coordinator's request for this fetch's image, continuing `partial` when there is one.
-    func downloadRequest(pipelineIdentifier: String, partial: PartialImageData?) -> ImageDownloadRequest {
-        ImageDownloadRequest(url: url, identifier: identifier, pipelineIdentifier: pipelineIdentifier, hydration: hydration,
-                             authorization: authorization, hydrationKey: hydrationKey, partial: partial)
+    func downloadRequest(pipelineIdentifier: String, partial: PartialImageData?, limits: DownloadLimits) -> ImageDownloadRequest {
+        ImageDownloadRequest(url: url, identifier: identifier, pipelineIdentifier: pipelineIdentifier, limits: limits,
+                             hydration: hydration, authorization: authorization, hydrationKey: hydrationKey, partial: partial)
     }
 
     /// Downloaded or copied bytes as this fetch files them in the caches.

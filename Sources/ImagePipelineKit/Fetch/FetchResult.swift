@@ -45,7 +45,8 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
     public var code: FetchErrorCode
     /// TIP's `httpStatusCode` user-info value, for ``FetchErrorCode/httpTransactionError``.
     public var httpStatusCode: Int?
-    /// The underlying error: a ``DownloadError``, an ``ImageCodecError``, or what a hydration threw.
+    /// The underlying error: a ``DownloadError``, ``ImageDownloadError/truncatedImage``, an ``ImageCodecError``, or
+    /// what a hydration threw.
     public var underlying: (any Error)?
 
     public init(_ code: FetchErrorCode, httpStatusCode: Int? = nil, underlying: (any Error)? = nil) {
@@ -68,6 +69,7 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
         case .cancelled: self.init(FetchErrorCode.cancelled)
         case .httpStatus(let status): self.init(FetchErrorCode.httpTransactionError, httpStatusCode: status)
         case .download(let error): self.init(FetchErrorCode.httpTransactionError, underlying: error)
+        case .truncatedImage: self.init(FetchErrorCode.httpTransactionError, underlying: error)
         case .illegalHydrationModification: self.init(FetchErrorCode.illegalModificationByHydration)
         case .hydration(let error), .authorization(let error): self.init(FetchErrorCode.unknown, underlying: error)
         }

@@ -5,7 +5,7 @@ import PipelineLocking
 
 /// The half of a download that both downloaders share: it owns the delegate, delivers events to it one at a
 /// time and in order, guarantees exactly one completion, and enforces the limits that do not depend on the
-/// transport (response size, connect and idle timeouts).
+/// transport (response size, connect and idle timeouts, the total deadline, the minimum transfer rate).
 ///
 /// Events wait in a backlog that one thread at a time drains. With `deliversOnTransportThread`, the transport's
 /// own thread drains it when nobody else is (an event-loop thread: no hop at all); otherwise, and always for
@@ -39,6 +39,10 @@ package final class DownloadDelivery: Sendable {
         var receivedBytes = 0
         var started: ContinuousClock.Instant
         var lastActivity: ContinuousClock.Instant
+        /// Where the current window of the minimum transfer rate began (from the response head on), and the
+        /// body bytes that arrived in it.
+        var rateWindowStart: ContinuousClock.Instant?
+        var rateWindowBytes = 0
         var completion = Completion.none
         /// Set when events not yet delivered must be dropped (cancel, a limit, a timeout, or completion delivered).
         var dropsEvents = false
@@ -76,7 +80,8 @@ package final class DownloadDelivery: Sendable {
             state.started = now
             state.lastActivity = now
         }
-        scheduleTimer(after: min(limits.connectTimeout, limits.idleTimeout))
+        scheduleTimer(after: min(limits.connectTimeout, limits.idleTimeout, limits.totalTimeout ?? limits.idleTimeout,
+                                 limits.minimumTransferRate?.window ?? limits.idleTimeout))
     }
 
     /// Gives the delivery a way to stop the transport. Called at once when the download is already over.
@@ -119,6 +124,7 @@ package final class DownloadDelivery: Sendable {
         let tooLarge = state.withLock { state -> Bool in
             state.connected = true
             state.lastActivity = clock.now
+            state.rateWindowStart = state.lastActivity
             if let limit = limits.maxResponseBytes, let length = response.expectedContentLength, length > limit {
                 return true
             }
@@ -136,6 +142,7 @@ package final class DownloadDelivery: Sendable {
         let tooLarge = state.withLock { state -> Bool in
             state.lastActivity = clock.now
             state.receivedBytes += chunk.count
+            state.rateWindowBytes += chunk.count
             if let limit = limits.maxResponseBytes, state.receivedBytes > limit { return true }
             return false
         }
@@ -244,10 +251,12 @@ package final class DownloadDelivery: Sendable {
                 resume(false)
                 return
             }
+            let began = self.clock.now
             event(delegate, task)
-            // Time the delegate spent is not the server's idleness.
+            // Time the delegate spent is neither the server's idleness nor its slowness.
             let running = self.state.withLock { state -> Bool in
                 state.lastActivity = self.clock.now
+                if let windowStart = state.rateWindowStart { state.rateWindowStart = windowStart + (state.lastActivity - began) }
                 return !state.dropsEvents
             }
             resume(running)
@@ -287,17 +296,33 @@ package final class DownloadDelivery: Sendable {
         enum Verdict { case ended, expired(DownloadError), wait(Duration) }
         let verdict = state.withLock { state -> Verdict in
             guard case .none = state.completion else { return .ended }
+            let now = clock.now
+            var next = now + limits.idleTimeout
+            if let total = limits.totalTimeout {
+                let deadline = state.started + total
+                if now >= deadline { return .expired(.deadlineExceeded) }
+                next = min(next, deadline)
+            }
             // Events being handed to the delegate (or about to be): time the delegate spends is not the
             // server's idleness, and the drain stamps the activity when it is done.
-            if state.draining { return .wait(limits.idleTimeout) }
-            let now = clock.now
-            var next = state.lastActivity + limits.idleTimeout
+            if state.draining { return .wait(next - now) }
+            next = min(next, state.lastActivity + limits.idleTimeout)
             if !state.connected {
                 let connectDeadline = state.started + limits.connectTimeout
                 if now >= connectDeadline { return .expired(.connectTimedOut) }
                 next = min(next, connectDeadline)
             }
             if now >= state.lastActivity + limits.idleTimeout { return .expired(.idleTimedOut) }
+            if let rate = limits.minimumTransferRate {
+                if let windowStart = state.rateWindowStart, now >= windowStart + rate.window {
+                    if state.rateWindowBytes < rate.bytesPerWindow { return .expired(.transferTooSlow) }
+                    state.rateWindowStart = now
+                    state.rateWindowBytes = 0
+                }
+                // Before the head there is no window yet: look again within one, so a window is judged at most
+                // one window late.
+                next = min(next, (state.rateWindowStart ?? now) + rate.window)
+            }
             return .wait(next - now)
         }
         switch verdict {

@@ -118,6 +118,10 @@ public enum ImageDownloadError: Error, Sendable, CustomStringConvertible {
     case hydration(any Error)
     /// The authorization threw this.
     case authorization(any Error)
+    /// The response ended cleanly before the image did: short of its `Content-Length`, or, without one,
+    /// before its format's end (a JPEG's last marker, a PNG's `IEND`, a GIF's trailer, the declared size of a
+    /// WebP or AVIF). A connection cut halfway looks like this (TIP's HTTP transaction error, 2).
+    case truncatedImage
 
     public var description: String {
         switch self {
@@ -127,6 +131,7 @@ public enum ImageDownloadError: Error, Sendable, CustomStringConvertible {
         case .illegalHydrationModification: "the hydration changed the URL"
         case .hydration(let error): "hydration failed: \(error)"
         case .authorization(let error): "authorization failed: \(error)"
+        case .truncatedImage: "the response ended before the image did"
         }
     }
 }

@@ -93,36 +93,6 @@ public struct DownloadRequest: Sendable, Equatable {
     }
 }
 
-/// Bounds of one download. Every limit fails the download with its own ``DownloadError``.
-public struct DownloadLimits: Sendable, Equatable {
-    /// The most body bytes accepted, or `nil` for no limit. Checked against `Content-Length` when the head
-    /// arrives and again as bytes stream in (``DownloadError/responseTooLarge(limit:)``).
-    public var maxResponseBytes: Int?
-    /// The most redirects followed; one more fails with ``DownloadError/tooManyRedirects(_:)``. `0` refuses
-    /// every redirect.
-    public var maxRedirects: Int
-    /// How long establishing the connection may take (``DownloadError/connectTimedOut``), waiting for a free
-    /// pooled connection included. ``URLSessionDownloader`` cannot see the connection on Linux and bounds the
-    /// wait for the response head instead.
-    public var connectTimeout: Duration
-    /// How long the transfer may go without receiving anything, before or after the head
-    /// (``DownloadError/idleTimedOut``). Time spent inside the delegate's callbacks does not count.
-    public var idleTimeout: Duration
-    /// Whether `file` URLs are read from disk. Off by default: a URL from the network must not read local files.
-    /// Redirects never lead to a `file` URL, whatever this says.
-    public var allowsFileURLs: Bool
-
-    /// Defaults: no size limit, 5 redirects, 10 s to connect, 30 s idle, no file URLs.
-    public init(maxResponseBytes: Int? = nil, maxRedirects: Int = 5, connectTimeout: Duration = .seconds(10),
-                idleTimeout: Duration = .seconds(30), allowsFileURLs: Bool = false) {
-        self.maxResponseBytes = maxResponseBytes
-        self.maxRedirects = maxRedirects
-        self.connectTimeout = connectTimeout
-        self.idleTimeout = idleTimeout
-        self.allowsFileURLs = allowsFileURLs
-    }
-}
-
 // MARK: - Response
 
 /// The final response head of a download, after redirects.
@@ -170,9 +140,16 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case connectTimedOut
     /// Nothing received for ``DownloadLimits/idleTimeout``.
     case idleTimedOut
+    /// The download took longer than ``DownloadLimits/totalTimeout``.
+    case deadlineExceeded
+    /// The body arrived slower than ``DownloadLimits/minimumTransferRate``.
+    case transferTooSlow
+    /// The connection was refused: nothing listens there (``URLSessionDownloader`` also reports an unreachable
+    /// host so). Reported at once, not retried until a timeout.
+    case connectionRefused
     /// An `http`/`https` URL without a host; nothing was requested.
     case invalidURL(String)
-    /// The transport failed: refused or reset connection, a body shorter than `Content-Length`, a TLS failure,
+    /// The transport failed: a reset connection, a body shorter than `Content-Length`, a TLS failure,
     /// an unreadable file. The description is the transport's own, for logs; do not parse it.
     case transport(description: String)
 
@@ -187,6 +164,9 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .responseTooLarge: .responseTooLarge
         case .connectTimedOut: .connectTimedOut
         case .idleTimedOut: .idleTimedOut
+        case .deadlineExceeded: .deadlineExceeded
+        case .transferTooSlow: .transferTooSlow
+        case .connectionRefused: .connectionRefused
         case .invalidURL: .invalidURL
         case .transport: .transport
         }
@@ -203,6 +183,9 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .responseTooLarge(let limit): "response larger than \(limit) bytes"
         case .connectTimedOut: "connect timed out"
         case .idleTimedOut: "no data received within the idle timeout"
+        case .deadlineExceeded: "download took longer than its deadline"
+        case .transferTooSlow: "download slower than the minimum transfer rate"
+        case .connectionRefused: "connection refused"
         case .invalidURL(let url): "invalid URL \"\(url)\""
         case .transport(let description): "transport error: \(description)"
         }
@@ -231,6 +214,12 @@ public enum DownloadErrorCode: Int, Sendable {
     case transport = 8
     /// ``DownloadError/invalidURL(_:)``.
     case invalidURL = 9
+    /// ``DownloadError/deadlineExceeded``.
+    case deadlineExceeded = 10
+    /// ``DownloadError/transferTooSlow``.
+    case transferTooSlow = 11
+    /// ``DownloadError/connectionRefused``.
+    case connectionRefused = 12
 }
 
 // MARK: - Headers

@@ -162,12 +162,13 @@ final class SharedDownload: @unchecked Sendable {
         guard attempt == self.attempt, phase == .running else { return }
         if let partial = resuming {
             switch response.statusCode {
-            case 206 where Self.rangeStart(of: response) == partial.data.count:
+            case 206 where Self.continues(partial, response):
                 bytes = partial.data
                 wasResumed = true
                 expectedByteCount = Self.rangeTotal(of: response) ?? partial.expectedByteCount
             case 206, 416:
-                // The server does not continue where we stopped (or cannot): ask for the whole image once.
+                // The server does not continue where we stopped, or continues another version of the file, or
+                // cannot: drop the partial and ask for the whole image once.
                 coordinator.log("resume of \(request.url) answered \(response.statusCode); reloading without Range")
                 _queue_retryWithoutRange(request)
                 return
@@ -216,7 +217,10 @@ final class SharedDownload: @unchecked Sendable {
             // Judged on the bytes, not the transport, as TIP came to do: CDNs often end a response badly after
             // its last byte, and failing that image would only make it download again. All of a known length
             // is the image.
-            let whole = expectedByteCount.map { $0 > 0 && bytes.count == $0 } ?? (error == nil)
+            // Without a length, the end of the connection is the end of the body, so a cut connection looks
+            // complete: the image format decides.
+            let whole = expectedByteCount.map { $0 > 0 && bytes.count == $0 }
+                ?? (error == nil && ImageCompleteness.isComplete(bytes) != false)
             if whole {
                 if let error {
                     coordinator.report(.imageDownloadedWithUnnecessaryError(identifier: request.identifier, error: error))
@@ -233,7 +237,7 @@ final class SharedDownload: @unchecked Sendable {
                 }
             } else {
                 let partial = _queue_resumablePartial()
-                let failure = ImageDownloadError.download(error ?? .transport(description: "the body ended early"))
+                let failure = error.map(ImageDownloadError.download) ?? .truncatedImage
                 outcome = { isOwner in .failure(failure, partial: isOwner ? partial : nil) }
             }
         } else {
@@ -278,6 +282,17 @@ final class SharedDownload: @unchecked Sendable {
     }
 
     private static func isImageStatus(_ status: Int) -> Bool { status == 200 || status == 206 }
+
+    /// Whether a `206` continues `partial`: it starts where the partial stops, declares the partial's total,
+    /// and any validator it sends is the partial's. A server that ignores `If-Range` can send a range of a file
+    /// that changed since; appending it would splice two different images into one.
+    static func continues(_ partial: PartialImageData, _ response: DownloadResponse) -> Bool {
+        guard rangeStart(of: response) == partial.data.count else { return false }
+        if let total = rangeTotal(of: response), total != partial.expectedByteCount { return false }
+        if let tag = response.headers["ETag"], let kept = partial.entityTag, tag != kept { return false }
+        if let date = response.headers["Last-Modified"], let kept = partial.lastModified, date != kept { return false }
+        return true
+    }
 
     /// `N` of `Content-Range: bytes N-M/T`.
     static func rangeStart(of response: DownloadResponse) -> Int? {

@@ -227,6 +227,8 @@ final class URLSessionDownloadRouter: NSObject, URLSessionDataDelegate, Sendable
             switch error.code {
             case NSURLErrorCancelled: return .cancelled
             case NSURLErrorTimedOut: return .idleTimedOut
+            // libcurl's "could not connect": the connection was refused (or the host could not be reached).
+            case NSURLErrorCannotConnectToHost: return .connectionRefused
             default: break
             }
         }

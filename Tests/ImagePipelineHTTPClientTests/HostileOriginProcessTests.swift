@@ -1,0 +1,68 @@
+import Foundation
+import ImageOriginServer
+import Testing
+import TestSupport
+
+/// The bounds a hostile origin meets, shown on a real `sample-cli fetch` process: its peak memory is the
+/// kernel's figure, not an estimate.
+@Suite("A hostile origin against a real fetch process: bounded memory, no starved downloads", .serialized)
+struct HostileOriginProcessTests {
+    static func withOrigin(_ body: (ImageOriginServer, URL) async throws -> Void) async throws {
+        let server = try await ImageOriginServer.start(port: 0)
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-hostile-\(UUID().uuidString)")
+        var failure: (any Error)?
+        do { try await body(server, root) } catch { failure = error }
+        try await server.shutdown()
+        try? FileManager.default.removeItem(at: root)
+        if let failure { throw failure }
+    }
+
+    @Test("An endless body fails with responseTooLarge at the limit, and the process's memory stays bounded")
+    func endlessBody() async throws {
+        try await Self.withOrigin { server, root in
+            server.setAsset(Fixtures.rocketJPEG, at: "/endless.jpg", contentType: "image/jpeg")
+            server.setFaults([.endlessBody], for: "/endless.jpg")
+            let limit = 16 << 20
+            let (run, peak) = try await SampleCLIBinary.runMeasuringMemory([
+                "fetch", server.url(for: "/endless.jpg").absoluteString, "--cache-dir", root.path, "--json",
+                "--max-response-bytes", String(limit),
+            ])
+            let report = try #require(run.jsonLines.first, "no report: \(run.stdout)")
+            #expect(run.status == 1)
+            #expect(report["downloadError"] as? String == "responseTooLarge")
+            #expect((report["bytes"] as? Int ?? .max) <= limit)
+            // The body is held once by the download and once by the fetch, plus the runtime: far from the
+            // gigabytes an unbounded read reaches within seconds.
+            #expect(peak < 4 * limit + (128 << 20), "peak resident \(peak >> 20) MiB")
+            #expect(try await eventually { server.requests(to: "/endless.jpg").first?.isComplete == true })
+            #expect(server.requests(to: "/endless.jpg").first?.clientWentAway == true)
+        }
+    }
+
+    @Test("Four drip-fed downloads holding every download slot fail on the minimum rate, and a fifth image still arrives")
+    func dripFeedDoesNotStarve() async throws {
+        try await Self.withOrigin { server, root in
+            let slow = (0..<4).map { "/drip\($0).jpg" }
+            for path in slow {
+                server.setAsset(Fixtures.rocketJPEG, at: path, contentType: "image/jpeg")
+                server.setShaping(OriginShaping(bytesPerSecond: 200), for: path)
+            }
+            server.setAsset(Fixtures.rocketJPEG, at: "/fifth.jpg", contentType: "image/jpeg")
+            // Four downloads run at once by default: the four slow ones go first and take every slot.
+            let urls = (slow + ["/fifth.jpg"]).map { server.url(for: $0).absoluteString }
+            let run = try await SampleCLIBinary.run(["fetch"] + urls + [
+                "--cache-dir", root.path, "--json", "--min-rate", "2000", "--min-rate-window", "1",
+            ])
+            let reports = run.jsonLines
+            #expect(reports.count == 5, "\(run.stdout) \(run.stderr)")
+            for report in reports.prefix(4) {
+                #expect(report["downloadError"] as? String == "transferTooSlow", "\(report)")
+            }
+            #expect(reports.last?["source"] as? String == "network")
+            #expect(reports.last?["width"] as? Int != nil)
+            // The fifth was requested only once a slow one gave up its slot.
+            let fifth = try #require(server.requests(to: "/fifth.jpg").first)
+            #expect(slow.allSatisfy { path in server.requests(to: path).first.map { $0.receivedAt <= fifth.receivedAt } ?? false })
+        }
+    }
+}
