@@ -86,6 +86,7 @@ let package = Package(
             dependencies: [
                 "ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux", "TestSupport", "PipelineLocking",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             resources: [.copy("Fixtures")]
         ),

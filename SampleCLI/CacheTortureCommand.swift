@@ -66,7 +66,7 @@ struct CacheTortureCommand: ParsableCommand {
                 if let entry = cache.entry(for: identifier) {
                     for data in [entry.complete?.data, entry.partial?.data].compactMap({ $0 })
                     where !Payload.isValid(data, identifier: identifier) {
-                        FileHandle.standardError.write(Data("torture: read bytes that were never stored for \(identifier)\n".utf8))
+                        FileHandle.standardError.write(Data("torture: read bytes that were never stored for \(identifier.terminalSafe)\n".utf8))
                         Foundation.exit(3)
                     }
                 }

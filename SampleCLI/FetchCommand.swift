@@ -103,6 +103,7 @@ struct FetchCommand: AsyncParsableCommand {
         }
         configuration.imageDownloader = downloader
         configuration.downloadLimits = downloadLimits
+        configuration.problemObserver = ProblemWarnings()
         let root = cacheDir.map { URL(fileURLWithPath: $0) } ?? ImagePipeline.defaultCacheRoot
         let pipeline: ImagePipeline
         do {
@@ -274,5 +275,13 @@ struct FetchReport {
             ? "\(result.originalDimensions)" : "\(result.originalDimensions) -> \(result.image.dimensions)"
         let bytes = operation.receivedByteCount > 0 ? ", \(operation.receivedByteCount) bytes" : ""
         return "\(request.url.absoluteString.terminalSafe): from \(String(describing: result.source)), \(size)\(bytes), \(time)"
+    }
+}
+
+/// Prints each problem the pipeline meets as a warning on stderr: a store a full disk refused, a disk cache
+/// that cannot be opened, an image that did not decode. The fetch goes on; the person running it should know.
+final class ProblemWarnings: ProblemObserver {
+    func problemWasEncountered(_ problem: ImagePipelineProblem) {
+        FileHandle.standardError.write(Data("warning: \(String(describing: problem).terminalSafe)\n".utf8))
     }
 }

@@ -10,9 +10,10 @@ struct InspectCommand: ParsableCommand {
         discussion: """
             Without PIPELINE, lists every pipeline found under --cache-dir (default: $XDG_CACHE_HOME/\
             ImagePipelineKit, else ~/.cache/ImagePipelineKit), including pipelines no process has open. \
-            Partial entries (interrupted downloads kept for resuming) show their progress. With --json, \
+            Partial entries (interrupted downloads kept for resuming) show their progress. Control \
+            characters in identifiers and URLs print escaped (\\n, \\u{1B}). With --json, \
             prints one object per entry: {pipeline, identifier, url, width, height, bytes, complete, \
-            progress}. Exits 1 when a named pipeline cannot be opened.
+            progress}. Exits 1 when a pipeline or its disk cache cannot be opened, saying why on stderr.
             """
     )
 
@@ -32,9 +33,16 @@ struct InspectCommand: ParsableCommand {
         for name in names {
             let inspection: ImagePipelineInspection
             do {
-                inspection = try ImagePipeline(identifier: name, configuration: GlobalConfiguration(), cacheRoot: root).inspect()
+                let pipeline = try ImagePipeline(identifier: name, configuration: GlobalConfiguration(), cacheRoot: root)
+                // A cache that cannot be opened must not read as an empty one.
+                if let reason = pipeline.diskCacheUnavailability {
+                    FileHandle.standardError.write(Data("\(name.terminalSafe): disk cache unavailable: \(String(describing: reason).terminalSafe)\n".utf8))
+                    failed = true
+                    continue
+                }
+                inspection = pipeline.inspect()
             } catch {
-                FileHandle.standardError.write(Data("\(name): \(error)\n".utf8))
+                FileHandle.standardError.write(Data("\(name.terminalSafe): \(String(describing: error).terminalSafe)\n".utf8))
                 failed = true
                 continue
             }
@@ -42,10 +50,10 @@ struct InspectCommand: ParsableCommand {
             if json {
                 for (entry, complete) in rows { print(Self.jsonLine(pipeline: name, entry: entry, complete: complete)) }
             } else {
-                print("\(name): \(inspection.completeDiskEntries.count) complete, \(inspection.partialDiskEntries.count) partial, \(inspection.onDiskBytesUsed) bytes")
+                print("\(name.terminalSafe): \(inspection.completeDiskEntries.count) complete, \(inspection.partialDiskEntries.count) partial, \(inspection.onDiskBytesUsed) bytes")
                 for (entry, complete) in rows.sorted(by: { $0.0.identifier < $1.0.identifier }) {
                     let state = complete ? "complete" : String(format: "partial %.0f%%", entry.progress * 100)
-                    print("  \(entry.identifier)  \(entry.dimensions)  \(entry.bytesUsed) bytes  \(state)  \(entry.url?.absoluteString ?? "-")")
+                    print("  \(entry.identifier.terminalSafe)  \(entry.dimensions)  \(entry.bytesUsed) bytes  \(state)  \(entry.url?.absoluteString.terminalSafe ?? "-")")
                 }
             }
         }

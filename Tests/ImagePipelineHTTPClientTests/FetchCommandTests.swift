@@ -90,4 +90,25 @@ struct FetchCommandTests {
         #expect(usage.status != 0 && usage.status != 1 && usage.stderr.contains("not an absolute URL"))
         try await server.shutdown()
     }
+
+    @Test("A store the disk refuses is a warning on stderr, and the image is still delivered")
+    func refusedStoreWarns() async throws {
+        let server = try await ImageOriginServer.start(port: 0)
+        let large = Fixtures.hubbleJPEG
+        server.setAsset(Fixtures.rocketJPEG, at: "/small.jpg", contentType: "image/jpeg")
+        server.setAsset(large, at: "/large.jpg", contentType: "image/jpeg")
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-cli-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        // No file may pass 256 KiB: the small image is stored, the 528 KB one is refused as by a full disk.
+        let run = try await SampleCLIBinary.run(
+            ["fetch", server.url(for: "/small.jpg").absoluteString, server.url(for: "/large.jpg").absoluteString,
+             "--cache-dir", cache, "--pipeline", "cli", "--json"], fileSizeLimitKiB: 256)
+        try await server.shutdown()
+        #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+        #expect(run.jsonLines.map { $0["source"] as? String } == ["network", "network"])
+        let warnings = run.stderr.split(separator: "\n").filter { $0.hasPrefix("warning: diskCacheWriteFailed: ") }
+        #expect(warnings.count == 1 && warnings.first?.contains("/large.jpg") == true, "\(run.stderr)")
+        let inspected = try await SampleCLIBinary.run(["inspect", "cli", "--cache-dir", cache, "--json"])
+        #expect(inspected.jsonLines.compactMap { $0["url"] as? String }.map { $0.hasSuffix("/small.jpg") } == [true])
+    }
 }

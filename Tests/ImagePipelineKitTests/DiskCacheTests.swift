@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import MetricsTestKit
 import Testing
 import TestSupport
 @testable import ImagePipelineKit
@@ -96,6 +97,8 @@ struct DiskCacheTests {
     @Test("A full disk loses no existing entry: the failed write is reported and the old bytes stay readable")
     func fullDisk() throws {
         let fileSystem = FillingFileSystem()
+        let recorded = TestMetrics()
+        configuration.metricsFactory = recorded
         let p = try cache("p", fileSystem: fileSystem)
         let original = image(3000, width: 100, seed: 1)
         #expect(p.storeComplete(original, identifier: "I"))
@@ -106,6 +109,8 @@ struct DiskCacheTests {
         #expect(p.entry(for: "I")?.complete?.data == original.data)
         #expect(p.entry(for: "new") == nil)
         #expect(problems.all.contains(.diskCacheWriteFailed(identifier: "I", error: .file(operation: "write", errno: ENOSPC))))
+        // Each refused store is counted in the problems metric.
+        #expect(try recorded.expectCounter(PipelineMetricLabels.problems, [("problem", "diskCacheWriteFailed")]).totalValue == 2)
         // No temporary file is left behind.
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: root + "/p")).filter { $0.hasPrefix("%write") }.isEmpty)
     }

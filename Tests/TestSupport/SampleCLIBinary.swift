@@ -31,12 +31,20 @@ public enum SampleCLIBinary {
     }
 
     /// Runs `sample-cli` with `arguments` to its end (on a thread of its own, see ``offloaded(_:)``).
-    public static func run(_ arguments: [String]) async throws -> Run {
+    /// - Parameter fileSizeLimitKiB: when set, no file the process writes may grow past this (`ulimit -f`, with
+    ///   `SIGXFSZ` ignored): writes past it fail with `EFBIG`, as on a disk that filled up.
+    public static func run(_ arguments: [String], fileSizeLimitKiB: Int? = nil) async throws -> Run {
         guard let path else { throw CocoaError(.fileNoSuchFile) }
         return try await offloaded {
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = arguments
+            if let fileSizeLimitKiB {
+                // An ignored signal stays ignored across exec, so the limit fails writes instead of killing.
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", "trap '' XFSZ; ulimit -f \(fileSizeLimitKiB); exec \"$0\" \"$@\"", path] + arguments
+            } else {
+                process.executableURL = URL(fileURLWithPath: path)
+                process.arguments = arguments
+            }
             let output = Pipe(), errors = Pipe()
             process.standardOutput = output
             process.standardError = errors

@@ -2,17 +2,25 @@
 ///
 /// Every UTF-8 byte outside `A–Z a–z 0–9 - . _ ~` is percent-encoded with uppercase hex, so a name never holds
 /// a `/`, never starts with a dot-dot component that means anything, and never has a NUL. Encoded names
-/// longer than 251 characters (`NAME_MAX` minus room for a 4-character suffix such as `.tmp`) become the
-/// 40-character lowercase SHA-1 of the encoded form. Identifiers such as `../x`, `/etc/passwd`, 10 KB strings
-/// or bytes that are not valid UTF-8 therefore always land inside the pipeline's directory.
+/// longer than 251 characters (`NAME_MAX` minus room for a 4-character suffix such as `.tmp`) become
+/// ``hashedPrefix`` followed by the 40-character lowercase SHA-1 of the encoded form. Identifiers such as
+/// `../x`, `/etc/passwd`, 10 KB strings or bytes that are not valid UTF-8 therefore always land inside the
+/// pipeline's directory.
+///
+/// Hashed names live in a namespace of their own: without the prefix, an identifier that is itself 40
+/// lowercase hex digits (a content hash, say) would get the same file as the long identifier whose SHA-1 it
+/// is, and each would evict the other. No encoded name starts with `%s`, since `%` is always followed by two
+/// uppercase hex digits there.
 public enum SafeFileName {
     /// Longest encoded name kept as it is.
     public static let maximumLength = 251
+    /// What every hashed name starts with.
+    public static let hashedPrefix = "%sha1-"
 
     /// The on-disk name for `identifier`.
     public static func make(for identifier: String) -> String {
         let encoded = percentEncoded(identifier)
-        return encoded.utf8.count > maximumLength ? SHA1.hexDigest(of: encoded.utf8) : encoded
+        return encoded.utf8.count > maximumLength ? hashedPrefix + SHA1.hexDigest(of: encoded.utf8) : encoded
     }
 
     /// `identifier` with every byte outside the unreserved set percent-encoded.
@@ -39,8 +47,7 @@ public enum SafeFileName {
 
     /// The identifier a non-hashed name came from, or `nil` for hashed or malformed names.
     public static func identifier(fromFileName name: String) -> String? {
-        guard !(name.utf8.count == 40 && name.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) })
-        else { return nil }
+        guard !name.hasPrefix(hashedPrefix) else { return nil }
         var bytes: [UInt8] = []
         var iterator = name.utf8.makeIterator()
         while let byte = iterator.next() {

@@ -133,9 +133,11 @@ public final class GlobalConfiguration: Sendable {
         set { observer.withLock { $0 = newValue } }
     }
 
-    /// Reports `problem` to the observer, on the calling thread, and logs it at `warning` (its name only:
-    /// problems carry identifiers, which are often full URLs, and those are logged at `debug`).
+    /// Reports `problem` to the observer, on the calling thread, counts it (``PipelineMetricLabels/problems``),
+    /// and logs it at `warning` (its name only: problems carry identifiers, which are often full URLs, and
+    /// those are logged at `debug`).
     func report(_ problem: ImagePipelineProblem) {
+        recordProblem(problem)
         log(.warning, "problem: \(problem.name)")
         log(.debug, "problem: \(problem)")
         problemObserver?.problemWasEncountered(problem)

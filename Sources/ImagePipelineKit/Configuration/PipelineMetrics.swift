@@ -12,12 +12,15 @@ import Foundation
 ///   once per download however many fetches shared it.
 /// - `image_pipeline_decode_duration` (timer): `format`; decoding (with scaling) of fetched or cached bytes.
 /// - `image_pipeline_fetch_duration` (timer): `pipeline`, `result`.
+/// - `image_pipeline_problems` (counter): `problem` (``ImagePipelineProblem/kind``, such as
+///   `diskCacheWriteFailed` for a store a full disk refused).
 public enum PipelineMetricLabels {
     public static let fetches = "image_pipeline_fetches"
     public static let cacheLookups = "image_pipeline_cache_lookups"
     public static let networkBytes = "image_pipeline_network_bytes"
     public static let decodeDuration = "image_pipeline_decode_duration"
     public static let fetchDuration = "image_pipeline_fetch_duration"
+    public static let problems = "image_pipeline_problems"
 }
 
 extension GlobalConfiguration {
@@ -63,6 +66,10 @@ extension GlobalConfiguration {
         Counter(label: PipelineMetricLabels.cacheLookups,
                 dimensions: [("pipeline", pipeline), ("layer", "rendered"), ("result", "miss")],
                 factory: metricsFactory).increment()
+    }
+
+    func recordProblem(_ problem: ImagePipelineProblem) {
+        Counter(label: PipelineMetricLabels.problems, dimensions: [("problem", problem.kind)], factory: metricsFactory).increment()
     }
 
     func recordNetworkBytes(_ bytes: Int, pipeline: String) {

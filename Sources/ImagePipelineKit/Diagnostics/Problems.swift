@@ -9,6 +9,9 @@ public enum ImagePipelineProblem: Sendable, Equatable {
     case imageTooLargeToStoreInDiskCache(identifier: String, bytes: Int)
     /// Writing an entry failed (a full disk, say); the entry that was there before is untouched.
     case diskCacheWriteFailed(identifier: String, error: DiskCacheError)
+    /// The pipeline's disk cache could not be opened (its directory or index): the pipeline goes on with
+    /// memory and the network, and tries to open it again later (``ImagePipeline/diskCacheUnavailability``).
+    case diskCacheUnavailable(pipeline: String, error: DiskCacheError)
     /// A download delivered every byte of the image, then its transport failed (a CDN closing badly, TIP
     /// PR #45). The image is used; the error is only reported.
     case imageDownloadedWithUnnecessaryError(identifier: String, error: DownloadError)
@@ -21,16 +24,42 @@ public enum ImagePipelineProblem: Sendable, Equatable {
     /// A request's target dimensions were negative; the fetch went on without a target.
     case invalidTargetDimensions(identifier: String, dimensions: PixelSize)
 
-    /// A stable name for logs and metrics, without the identifier (which is often a full URL).
+    /// The problem's kind alone (`diskCacheWriteFailed`): the `problem` dimension of the problems metric.
+    public var kind: String {
+        String(name.prefix { $0 != " " })
+    }
+
+    /// A stable name for logs, without the identifier (which is often a full URL).
     public var name: String {
         switch self {
         case .diskCacheEntryCorrupt: "diskCacheEntryCorrupt"
         case .imageTooLargeToStoreInDiskCache: "imageTooLargeToStoreInDiskCache"
         case .diskCacheWriteFailed(_, let error): "diskCacheWriteFailed (\(error))"
+        case .diskCacheUnavailable(_, let error): "diskCacheUnavailable (\(error))"
         case .imageDownloadedWithUnnecessaryError(_, let error): "imageDownloadedWithUnnecessaryError (\(error.code))"
         case .imageDownloadedCouldNotBeDecoded: "imageDownloadedCouldNotBeDecoded"
         case .cachedImageCouldNotBeDecoded(_, let source): "cachedImageCouldNotBeDecoded (\(source))"
         case .invalidTargetDimensions: "invalidTargetDimensions"
+        }
+    }
+}
+
+extension ImagePipelineProblem: CustomStringConvertible {
+    /// The kind with what it concerns (identifier or pipeline) and why: for people, and for logs at `debug`.
+    public var description: String {
+        switch self {
+        case .diskCacheEntryCorrupt(let identifier, let reason): "diskCacheEntryCorrupt: \(identifier): \(reason)"
+        case .imageTooLargeToStoreInDiskCache(let identifier, let bytes):
+            "imageTooLargeToStoreInDiskCache: \(identifier): \(bytes) bytes"
+        case .diskCacheWriteFailed(let identifier, let error): "diskCacheWriteFailed: \(identifier): \(error)"
+        case .diskCacheUnavailable(let pipeline, let error): "diskCacheUnavailable: pipeline \(pipeline): \(error)"
+        case .imageDownloadedWithUnnecessaryError(let identifier, let error):
+            "imageDownloadedWithUnnecessaryError: \(identifier): \(error)"
+        case .imageDownloadedCouldNotBeDecoded(let identifier, let bytes):
+            "imageDownloadedCouldNotBeDecoded: \(identifier): \(bytes) bytes"
+        case .cachedImageCouldNotBeDecoded(let identifier, let source):
+            "cachedImageCouldNotBeDecoded: \(identifier) from \(source)"
+        case .invalidTargetDimensions(let identifier, let dimensions): "invalidTargetDimensions: \(identifier): \(dimensions)"
         }
     }
 }

@@ -26,6 +26,14 @@ public final class ImagePipeline: Sendable {
     /// Encoded image bytes and partial downloads on disk; `nil` when the directory could not be created (the
     /// pipeline then runs without a disk cache, as TIP does).
     public var diskCache: DiskCache? { caches.disk }
+
+    /// Why the disk cache is off, or `nil` when it is open. A pipeline whose directory or index cannot be
+    /// opened works from memory and the network, reports
+    /// ``ImagePipelineProblem/diskCacheUnavailable(pipeline:error:)``, and tries again every 30 seconds.
+    public var diskCacheUnavailability: DiskCacheError? {
+        _ = caches.disk
+        return caches.diskOpener.unavailability
+    }
     /// Every cache tier of this pipeline, and how images percolate between them.
     let caches: PipelineCaches
     /// The configuration whose limits the caches share.
@@ -89,8 +97,12 @@ public final class ImagePipeline: Sendable {
         caches = PipelineCaches(
             rendered: RenderedCache(owner: identifier, pool: configuration.renderedPool),
             memory: MemoryCache(owner: identifier, pool: configuration.memoryPool),
-            disk: try? DiskCache(directory: cacheRoot.appendingPathComponent(identifier).path, owner: identifier,
-                                 pool: configuration.diskPool, fileSystem: fileSystem))
+            disk: DiskCacheOpener(
+                open: { try DiskCache(directory: cacheRoot.appendingPathComponent(identifier).path, owner: identifier,
+                                      pool: configuration.diskPool, fileSystem: fileSystem) },
+                report: { [weak configuration] error in
+                    configuration?.report(.diskCacheUnavailable(pipeline: identifier, error: error))
+                }))
         PipelineRegistry.shared.register(self)
         configuration.log(.debug, "stood up pipeline \(identifier)")
     }

@@ -15,15 +15,18 @@ final class PipelineCaches: Sendable {
 
     let rendered: RenderedCache
     let memory: MemoryCache
-    /// `nil` when the pipeline's directory could not be opened.
-    let disk: DiskCache?
+    /// Opens the disk cache, and opens it again later when it could not.
+    let diskOpener: DiskCacheOpener
     private let tables = Locked<RenditionTables?>(nil)
 
-    init(rendered: RenderedCache, memory: MemoryCache, disk: DiskCache?) {
+    init(rendered: RenderedCache, memory: MemoryCache, disk: DiskCacheOpener) {
         self.rendered = rendered
         self.memory = memory
-        self.disk = disk
+        diskOpener = disk
     }
+
+    /// `nil` while the pipeline's directory or index cannot be opened.
+    var disk: DiskCache? { diskOpener.cache }
 
     /// Decoded renditions kept on disk; `nil` until ``useRenditionTables(_:)``.
     var renditionTables: RenditionTables? { tables.withLock { $0 } }
