@@ -77,6 +77,10 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The window --min-rate is averaged over (default 20).", valueName: "SECONDS"))
     var minRateWindow: Double?
 
+    @Option(help: ArgumentHelp("The most bytes of decoded pixels the decodes running at once may hold (default: a quarter of RAM, 256 MiB to 1 GiB).",
+                               valueName: "N"))
+    var maxDecodeMemory: Int?
+
     @Flag(help: "Print one JSON object per URL instead of a line of text.")
     var json = false
 
@@ -91,6 +95,7 @@ struct FetchCommand: AsyncParsableCommand {
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be positive") }
         if let minRate, minRate < 0 { throw ValidationError("--min-rate cannot be negative") }
         if let minRateWindow, !(minRateWindow > 0) { throw ValidationError("--min-rate-window must be positive") }
+        if let maxDecodeMemory, maxDecodeMemory < 1 { throw ValidationError("--max-decode-memory must be at least 1") }
     }
 
     func run() async throws {
@@ -104,6 +109,7 @@ struct FetchCommand: AsyncParsableCommand {
         configuration.imageDownloader = downloader
         configuration.downloadLimits = downloadLimits
         configuration.problemObserver = ProblemWarnings()
+        if let maxDecodeMemory { configuration.maxBytesForDecodesInFlight = maxDecodeMemory }
         let root = cacheDir.map { URL(fileURLWithPath: $0) } ?? ImagePipeline.defaultCacheRoot
         let pipeline: ImagePipeline
         do {
@@ -176,8 +182,10 @@ struct FetchCommand: AsyncParsableCommand {
         } catch {
             failure = FetchError(.unknown, underlying: error)
         }
-        return FetchReport(request: request, operation: events.operation, result: result, error: failure,
-                           progressiveScans: scans, duration: ContinuousClock.now - started)
+        let operation = events.operation
+        return FetchReport(request: request, state: operation.state, receivedByteCount: operation.receivedByteCount,
+                           preview: operation.previewResult.map(FetchReport.Shown.init), result: result.map(FetchReport.Shown.init),
+                           error: failure, progressiveScans: scans, duration: ContinuousClock.now - started)
     }
 }
 
@@ -216,11 +224,29 @@ struct SourcesOption: ExpressibleByArgument {
     var defaultValueDescription: String { "all" }
 }
 
-/// What `sample-cli fetch` prints about one URL.
+/// What `sample-cli fetch` prints about one URL. It keeps what it prints, not the images: a run of many
+/// large images would otherwise hold every decoded image until the last one finished.
 struct FetchReport {
+    /// An image the fetch delivered, described.
+    struct Shown {
+        let source: ImageLoadSource
+        let url: URL
+        let dimensions: PixelSize
+        let originalDimensions: PixelSize
+
+        init(_ result: FetchResult) {
+            source = result.source
+            url = result.url
+            dimensions = result.image.dimensions
+            originalDimensions = result.originalDimensions
+        }
+    }
+
     let request: GenericFetchRequest
-    let operation: FetchOperation
-    let result: FetchResult?
+    let state: FetchOperation.State
+    let receivedByteCount: Int
+    let preview: Shown?
+    let result: Shown?
     let error: FetchError?
     let progressiveScans: Int
     let duration: Duration
@@ -243,20 +269,20 @@ struct FetchReport {
         var object: [String: Any] = [
             "url": request.url.absoluteString, "identifier": request.resolvedIdentifier,
             "source": result.map { String(describing: $0.source) } ?? NSNull(),
-            "state": Self.stateName(operation.state),
-            "bytes": operation.receivedByteCount, "resumed": result?.source == .networkResumed,
+            "state": Self.stateName(state),
+            "bytes": receivedByteCount, "resumed": result?.source == .networkResumed,
             "durationMs": (duration.milliseconds * 1000).rounded() / 1000,
             "error": error.map { "\($0)" } ?? NSNull(), "errorCode": error.map { $0.code.rawValue } ?? NSNull(),
             "downloadError": (error?.underlying as? DownloadError).map { String(describing: $0.code) } ?? NSNull(),
             "progressiveScans": progressiveScans,
         ]
-        if let preview = operation.previewResult {
+        if let preview {
             object["preview"] = ["source": String(describing: preview.source), "url": preview.url.absoluteString,
-                                 "width": preview.image.dimensions.width, "height": preview.image.dimensions.height]
+                                 "width": preview.dimensions.width, "height": preview.dimensions.height]
         } else {
             object["preview"] = NSNull()
         }
-        for (key, value) in [("width", result?.image.dimensions.width), ("height", result?.image.dimensions.height),
+        for (key, value) in [("width", result?.dimensions.width), ("height", result?.dimensions.height),
                              ("originalWidth", result?.originalDimensions.width),
                              ("originalHeight", result?.originalDimensions.height)] {
             object[key] = value ?? NSNull()
@@ -268,12 +294,12 @@ struct FetchReport {
     func textLine() -> String {
         let time = String(format: "%.1f ms", duration.milliseconds)
         guard let result else {
-            let received = operation.receivedByteCount > 0 ? " after \(operation.receivedByteCount) bytes" : ""
-            return "\(request.url.absoluteString.terminalSafe): \(Self.stateName(operation.state))\(received): \((error.map { "\($0)" } ?? "no image").terminalSafe), \(time)"
+            let received = receivedByteCount > 0 ? " after \(receivedByteCount) bytes" : ""
+            return "\(request.url.absoluteString.terminalSafe): \(Self.stateName(state))\(received): \((error.map { "\($0)" } ?? "no image").terminalSafe), \(time)"
         }
-        let size = result.image.dimensions == result.originalDimensions
-            ? "\(result.originalDimensions)" : "\(result.originalDimensions) -> \(result.image.dimensions)"
-        let bytes = operation.receivedByteCount > 0 ? ", \(operation.receivedByteCount) bytes" : ""
+        let size = result.dimensions == result.originalDimensions
+            ? "\(result.originalDimensions)" : "\(result.originalDimensions) -> \(result.dimensions)"
+        let bytes = receivedByteCount > 0 ? ", \(receivedByteCount) bytes" : ""
         return "\(request.url.absoluteString.terminalSafe): from \(String(describing: result.source)), \(size)\(bytes), \(time)"
     }
 }

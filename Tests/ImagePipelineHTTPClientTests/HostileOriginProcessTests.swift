@@ -1,5 +1,6 @@
 import Foundation
 import ImageOriginServer
+import ImagePipelineKit
 import Testing
 import TestSupport
 
@@ -63,6 +64,44 @@ struct HostileOriginProcessTests {
             // The fifth was requested only once a slow one gave up its slot.
             let fifth = try #require(server.requests(to: "/fifth.jpg").first)
             #expect(slow.allSatisfy { path in server.requests(to: path).first.map { $0.receivedAt <= fifth.receivedAt } ?? false })
+        }
+    }
+
+    /// A small real JPEG whose frame header claims `side` × `side`: a few kilobytes that a decoder must
+    /// allocate `side² × 4` bytes for. `variant` bytes after its end make each copy different.
+    static func decodeBomb(side: Int, variant: Int) throws -> Data {
+        let pixels = try Bitmap(width: 16, height: 16) { pixels, bytesPerRow in memset(pixels, 0x80, bytesPerRow * 16) }
+        var jpeg = try CodecCatalogue.shared.encode(ImageContainer(bitmap: pixels), as: .jpeg, quality: 0.8)
+        let marker = try #require(jpeg.firstRange(of: Data([0xFF, 0xC0])))
+        // Frame header: FF C0, length (2), precision (1), height (2), width (2).
+        let height = marker.lowerBound + 5
+        jpeg.replaceSubrange(height..<(height + 4), with: [UInt8(side >> 8), UInt8(side & 0xFF), UInt8(side >> 8), UInt8(side & 0xFF)])
+        return jpeg + Data(repeating: UInt8(truncatingIfNeeded: variant), count: variant + 1)
+    }
+
+    @Test("Twelve concurrent decodes of small files claiming 8000x8000 stay within the decode memory budget")
+    func decodeMemoryBudget() async throws {
+        try await Self.withOrigin { server, root in
+            let side = 8000
+            let paths = (0..<12).map { "/bomb\($0).jpg" }
+            for (index, path) in paths.enumerated() {
+                server.setAsset(try Self.decodeBomb(side: side, variant: index), at: path, contentType: "image/jpeg")
+            }
+            let perDecode = Bitmap.alignedBytesPerRow(forWidth: side) * side
+            let budget = 2 * perDecode + perDecode / 2       // room for two decodes at a time
+            let (run, peak) = try await SampleCLIBinary.runMeasuringMemory(["fetch"] + paths.map { server.url(for: $0).absoluteString } + [
+                "--cache-dir", root.path, "--json", "--max-decode-memory", String(budget),
+            ])
+            let reports = run.jsonLines
+            #expect(reports.count == 12, "\(run.stdout)")
+            // Every fetch ends with an image or the budget's typed error, never anything else.
+            for report in reports where report["width"] as? Int != side {
+                #expect((report["error"] as? String)?.contains("more than the decodes in flight may hold together") == true, "\(report)")
+            }
+            #expect(reports.contains { $0["width"] as? Int == side })
+            // Unbudgeted, the six decodes the operation queue runs at once hold about 1.4 GB; within the budget
+            // the process stays under it plus the runtime.
+            #expect(peak < budget + (160 << 20), "peak resident \(peak >> 20) MiB, budget \(budget >> 20) MiB")
         }
     }
 }

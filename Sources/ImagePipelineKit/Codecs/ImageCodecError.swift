@@ -6,6 +6,9 @@ public enum ImageCodecError: Error, Hashable, Sendable, CustomStringConvertible 
         case dimension(PixelSize)
         case frames(Int)
         case bytes(Int)
+        /// The decode needs this many bytes and the decodes running at once may not hold that much more
+        /// (``GlobalConfiguration/maxBytesForDecodesInFlight``).
+        case decodeMemoryBudget(Int)
     }
 
     /// No registered codec recognises the data.
@@ -59,6 +62,8 @@ public enum ImageCodecError: Error, Hashable, Sendable, CustomStringConvertible 
         case .limitExceeded(.dimension(let size)): "image of \(size) exceeds the dimension limit"
         case .limitExceeded(.frames(let count)): "animation of \(count) frames exceeds the frame limit"
         case .limitExceeded(.bytes(let bytes)): "decoding needs \(bytes) bytes, over the byte limit"
+        case .limitExceeded(.decodeMemoryBudget(let bytes)):
+            "decoding needs \(bytes) bytes, more than the decodes in flight may hold together"
         case .encodingFailed(let message): "encoding failed: \(message)"
         case .interrupted: "decoding stopped: its result is no longer wanted"
         }

@@ -35,7 +35,10 @@ public struct DecodingLimits: Hashable, Sendable {
         if size.area > maxPixels { throw .limitExceeded(.pixels(size)) }
     }
 
-    /// Throws unless `frameCount` frames of `size` fit in ``maxFrames`` and ``maxBytes``.
+    /// Throws unless `frameCount` frames of `size` fit in ``maxFrames`` and ``maxBytes``. Decoders call it
+    /// right before allocating those frames; when the decode runs for a fetch, the bytes are also claimed from
+    /// the configuration's budget for decodes in flight, waiting for room
+    /// (``GlobalConfiguration/maxBytesForDecodesInFlight``).
     public func check(frameCount: Int, of size: PixelSize) throws(ImageCodecError) {
         if frameCount > maxFrames { throw .limitExceeded(.frames(frameCount)) }
         let perFrame = Bitmap.alignedBytesPerRow(forWidth: size.width).multipliedReportingOverflow(by: size.height)
@@ -43,6 +46,7 @@ public struct DecodingLimits: Hashable, Sendable {
         if perFrame.overflow || total.overflow || total.partialValue > maxBytes {
             throw .limitExceeded(.bytes(perFrame.overflow || total.overflow ? Int.max : total.partialValue))
         }
+        try DecodeMemoryBudget.Claim.current?.grow(to: total.partialValue)
     }
 }
 

@@ -100,6 +100,24 @@ public final class GlobalConfiguration: Sendable {
         set { downloadCoordinator.maxConcurrentDownloads = newValue }
     }
 
+    /// The most bytes of decoded pixels the fetches' decodes may hold at once, all pipelines on this
+    /// configuration together (each decode also stays within its own ``DecodingLimits``). A decode that would
+    /// pass it waits for others to finish, up to 30 seconds, then fails with
+    /// ``ImageCodecError/Limit/decodeMemoryBudget(_:)``; so does one larger than the whole budget.
+    public var maxBytesForDecodesInFlight: Int {
+        get { decodeMemoryBudget.capacity }
+        set { decodeMemoryBudget.capacity = max(newValue, 0) }
+    }
+
+    /// The budget ``maxBytesForDecodesInFlight`` sets.
+    let decodeMemoryBudget = DecodeMemoryBudget(capacity: GlobalConfiguration.defaultMaxBytesForDecodesInFlight)
+
+    /// The default ``maxBytesForDecodesInFlight``: a quarter of the physical memory, within 256 MiB to 1 GiB.
+    public static let defaultMaxBytesForDecodesInFlight: Int = {
+        let physical = Int(clamping: ProcessInfo.processInfo.physicalMemory)
+        return min(max(physical / 4, 256 << 20), 1 << 30)
+    }()
+
     /// The bounds of every download a fetch starts: response size, total deadline, minimum transfer rate,
     /// timeouts and redirects. ``DownloadLimits``'s defaults unless set; read when a download starts.
     public var downloadLimits: DownloadLimits {

@@ -35,7 +35,9 @@ extension FetchOperation {
     func _queue_decode(_ data: Data, interruption: DecodeInterruption? = nil) throws -> DecodedImage {
         let started = ContinuousClock.now
         let decoded = try DecodeInterruption.$current.withValue(interruption) {
-            try CodecCatalogue.shared.decode(data, target: plan.target, configuration: plan.decoderConfiguration)
+            try pipeline.configuration.decodeMemoryBudget.withClaim {
+                try CodecCatalogue.shared.decode(data, target: plan.target, configuration: plan.decoderConfiguration)
+            }
         }
         pipeline.configuration.recordDecode(of: decoded.properties.type, duration: ContinuousClock.now - started)
         return decoded

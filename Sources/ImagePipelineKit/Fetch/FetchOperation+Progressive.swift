@@ -6,7 +6,10 @@ struct IncrementalImageState {
     enum Phase {
         /// Too few bytes yet to tell the format.
         case detecting
-        case decoding(any ImageDecodingSession, ImageType)
+        /// The session's pixels are claimed from the decode memory budget without waiting (a session that
+        /// finds no room stops showing anything; the final decode waits its turn), and given back when the
+        /// session goes.
+        case decoding(any ImageDecodingSession, ImageType, DecodeMemoryBudget.Claim)
         /// Nothing (more) to show: not a progressive or animated image, nobody wants it, or the bytes did not
         /// decode (the final decode reports that).
         case done
@@ -62,11 +65,11 @@ extension FetchOperation {
                 return incremental.phase = .done
             }
             let session = codec.decoder.makeSession(configuration: plan.decoderConfiguration, expectedByteCount: nil)
-            incremental.phase = .decoding(session, type)
+            incremental.phase = .decoding(session, type, pipeline.configuration.decodeMemoryBudget.claim(waits: false))
             let held = incremental.pending
             incremental.pending = Data()
             _queue_append(held, to: session, type: type, progress: progress)
-        case .decoding(let session, let type):
+        case .decoding(let session, let type, _):
             _queue_append(bytes, to: session, type: type, progress: progress)
         }
     }
@@ -89,7 +92,8 @@ extension FetchOperation {
         }
         let step: DecoderProgress
         do {
-            step = try session.append(bytes)
+            guard case .decoding(_, _, let claim) = incremental.phase else { return }
+            step = try DecodeMemoryBudget.Claim.$current.withValue(claim) { try session.append(bytes) }
             incremental.fedByteCount += bytes.count
         } catch {
             return incremental.phase = .done
