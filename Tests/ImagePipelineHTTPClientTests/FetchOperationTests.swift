@@ -196,57 +196,6 @@ struct FetchOperationTests {
         }
     }
 
-    @Test("Scenarios 5, 7 and 9: the next fetches come from memory (rendered cleared), then disk (memory cleared), without a request", arguments: CoordinatorDownloader.allCases)
-    func cacheSources(kind: CoordinatorDownloader) async throws {
-        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            _ = await h.fetch(h.request())
-            h.pipeline.renderedCache.clearAll()
-            let (fromMemory, _) = await h.fetch(h.request())
-            #expect(fromMemory.attempts == [.memoryCache] && fromMemory.events.last == .final(.memoryCache))
-            h.pipeline.clearMemoryCaches()
-            let (fromDisk, diskOperation) = await h.fetch(h.request(target: PixelSize(width: 100, height: 100)))
-            #expect(fromDisk.attempts == [.memoryCache, .diskCache] && fromDisk.events.last == .final(.diskCache))
-            #expect(diskOperation.finalResult?.image.dimensions == TargetSizing(
-                dimensions: PixelSize(width: 100, height: 100), contentMode: .fit).scaledSize(of: h.imageSize))
-            // Percolation: the disk hit put the bytes back into memory.
-            #expect(h.pipeline.memoryCache.entry(for: "I")?.complete?.data == h.image)
-            #expect(h.server.requestLog.count == 1)
-        }
-    }
-
-    @Test("Scenarios 6 and 8: on the delegate queue a rendered hit completes before fetchImage returns; center mode or another queue never does", arguments: CoordinatorDownloader.allCases)
-    func synchronousRenderedHit(kind: CoordinatorDownloader) async throws {
-        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            let target = PixelSize(width: 100, height: 100)
-            let (first, _) = await h.fetch(h.request(target: target))
-            #expect(first.events.last == .final(.network))
-            let request = h.request(target: target)
-            let pipeline = h.pipeline
-            let (events, finished) = h.onDelegateQueue { () -> ([RecordingFetchDelegate.Event], Bool) in
-                let delegate = RecordingFetchDelegate()
-                let operation = pipeline.operation(with: request, delegate: delegate)
-                pipeline.fetchImage(with: operation)
-                return (delegate.events, operation.isFinished)
-            }
-            #expect(events == [.start, .final(.memoryCache)] && finished)
-
-            // Off the delegate queue the rendered cache is not read: memory answers, asynchronously.
-            let (offQueue, _) = await h.fetch(request)
-            #expect(offQueue.attempts == [.memoryCache] && offQueue.events.last == .final(.memoryCache))
-
-            let centered = h.request(target: target, mode: .center)
-            let keep = RecordingFetchDelegate()
-            let synchronous = h.onDelegateQueue { () -> Bool in
-                let operation = pipeline.operation(with: centered, delegate: keep)
-                pipeline.fetchImage(with: operation)
-                return operation.isFinished
-            }
-            #expect(!synchronous)
-            #expect(try await keep.finished().get().source == .memoryCache)
-            #expect(h.server.requestLog.count == 1)
-        }
-    }
-
     @Test("Scenario 27: memory and disk only, with empty caches: code 6 and no request", arguments: CoordinatorDownloader.allCases)
     func sourcesExhausted(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
