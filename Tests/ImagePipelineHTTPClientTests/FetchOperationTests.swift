@@ -206,25 +206,6 @@ struct FetchOperationTests {
         }
     }
 
-    @Test("Scenarios 34, 35 and 37: a 404 is code 2 with its status; a non-image body code 3 and a problem; an empty identifier code 1", arguments: CoordinatorDownloader.allCases)
-    func failures(kind: CoordinatorDownloader) async throws {
-        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            let (missing, missingOperation) = await h.fetch(h.request("/missing.jpg"))
-            #expect(missing.events.last == .failure(.httpTransactionError))
-            #expect(missingOperation.error?.httpStatusCode == 404)
-            #expect(h.pipeline.diskCache?.entry(for: "I") == nil && h.pipeline.memoryCache.entry(for: "I") == nil)
-
-            h.server.setAsset(Data("<html>not an image</html>".utf8), at: "/page.jpg", contentType: "text/html")
-            let (page, _) = await h.fetch(h.request("/page.jpg", identifier: "P"))
-            #expect(page.events.last == .failure(.couldNotDecodeImage))
-            #expect(h.problems.all.contains { if case .imageDownloadedCouldNotBeDecoded("P", _) = $0 { true } else { false } })
-            #expect(h.pipeline.diskCache?.entry(for: "P") == nil)
-
-            let (invalid, _) = await h.fetch(h.request(identifier: ""))
-            #expect(invalid.events == [.failure(.invalidRequest)])
-        }
-    }
-
     @Test("Scenarios 21 and 22: a fetch cancelled halfway leaves a partial; the next resumes it from memory, or from disk once memory is cleared", arguments: CoordinatorDownloader.allCases)
     func resumeAcrossFetches(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
