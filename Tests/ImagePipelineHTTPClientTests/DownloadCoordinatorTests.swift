@@ -380,7 +380,7 @@ struct DownloadCoordinatorTests {
         }
     }
 
-    @Test("Scenarios 32 and 33: hydration adds headers; changing the URL or throwing fails; authorization sets Authorization", arguments: CoordinatorDownloader.allCases)
+    @Test("The coordinator hydrates and authorizes before sending: a header added reaches the server; a changed URL, a throwing hydration or a throwing authorization fail the load without a request", arguments: CoordinatorDownloader.allCases)
     func hydrationAndAuthorization(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
             var hydrated = h.request()

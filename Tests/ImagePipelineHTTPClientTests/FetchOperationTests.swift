@@ -196,57 +196,6 @@ struct FetchOperationTests {
         }
     }
 
-    @Test("Scenarios 5, 7 and 9: the next fetches come from memory (rendered cleared), then disk (memory cleared), without a request", arguments: CoordinatorDownloader.allCases)
-    func cacheSources(kind: CoordinatorDownloader) async throws {
-        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            _ = await h.fetch(h.request())
-            h.pipeline.renderedCache.clearAll()
-            let (fromMemory, _) = await h.fetch(h.request())
-            #expect(fromMemory.attempts == [.memoryCache] && fromMemory.events.last == .final(.memoryCache))
-            h.pipeline.clearMemoryCaches()
-            let (fromDisk, diskOperation) = await h.fetch(h.request(target: PixelSize(width: 100, height: 100)))
-            #expect(fromDisk.attempts == [.memoryCache, .diskCache] && fromDisk.events.last == .final(.diskCache))
-            #expect(diskOperation.finalResult?.image.dimensions == TargetSizing(
-                dimensions: PixelSize(width: 100, height: 100), contentMode: .fit).scaledSize(of: h.imageSize))
-            // Percolation: the disk hit put the bytes back into memory.
-            #expect(h.pipeline.memoryCache.entry(for: "I")?.complete?.data == h.image)
-            #expect(h.server.requestLog.count == 1)
-        }
-    }
-
-    @Test("Scenarios 6 and 8: on the delegate queue a rendered hit completes before fetchImage returns; center mode or another queue never does", arguments: CoordinatorDownloader.allCases)
-    func synchronousRenderedHit(kind: CoordinatorDownloader) async throws {
-        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            let target = PixelSize(width: 100, height: 100)
-            let (first, _) = await h.fetch(h.request(target: target))
-            #expect(first.events.last == .final(.network))
-            let request = h.request(target: target)
-            let pipeline = h.pipeline
-            let (events, finished) = h.onDelegateQueue { () -> ([RecordingFetchDelegate.Event], Bool) in
-                let delegate = RecordingFetchDelegate()
-                let operation = pipeline.operation(with: request, delegate: delegate)
-                pipeline.fetchImage(with: operation)
-                return (delegate.events, operation.isFinished)
-            }
-            #expect(events == [.start, .final(.memoryCache)] && finished)
-
-            // Off the delegate queue the rendered cache is not read: memory answers, asynchronously.
-            let (offQueue, _) = await h.fetch(request)
-            #expect(offQueue.attempts == [.memoryCache] && offQueue.events.last == .final(.memoryCache))
-
-            let centered = h.request(target: target, mode: .center)
-            let keep = RecordingFetchDelegate()
-            let synchronous = h.onDelegateQueue { () -> Bool in
-                let operation = pipeline.operation(with: centered, delegate: keep)
-                pipeline.fetchImage(with: operation)
-                return operation.isFinished
-            }
-            #expect(!synchronous)
-            #expect(try await keep.finished().get().source == .memoryCache)
-            #expect(h.server.requestLog.count == 1)
-        }
-    }
-
     @Test("Scenario 27: memory and disk only, with empty caches: code 6 and no request", arguments: CoordinatorDownloader.allCases)
     func sourcesExhausted(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
@@ -254,25 +203,6 @@ struct FetchOperationTests {
             #expect(delegate.attempts == [.memoryCache, .diskCache])
             #expect(delegate.events.last == .failure(.couldNotLoadImage) && operation.state == .failed)
             #expect(h.server.requestLog.isEmpty)
-        }
-    }
-
-    @Test("Scenarios 34, 35 and 37: a 404 is code 2 with its status; a non-image body code 3 and a problem; an empty identifier code 1", arguments: CoordinatorDownloader.allCases)
-    func failures(kind: CoordinatorDownloader) async throws {
-        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            let (missing, missingOperation) = await h.fetch(h.request("/missing.jpg"))
-            #expect(missing.events.last == .failure(.httpTransactionError))
-            #expect(missingOperation.error?.httpStatusCode == 404)
-            #expect(h.pipeline.diskCache?.entry(for: "I") == nil && h.pipeline.memoryCache.entry(for: "I") == nil)
-
-            h.server.setAsset(Data("<html>not an image</html>".utf8), at: "/page.jpg", contentType: "text/html")
-            let (page, _) = await h.fetch(h.request("/page.jpg", identifier: "P"))
-            #expect(page.events.last == .failure(.couldNotDecodeImage))
-            #expect(h.problems.all.contains { if case .imageDownloadedCouldNotBeDecoded("P", _) = $0 { true } else { false } })
-            #expect(h.pipeline.diskCache?.entry(for: "P") == nil)
-
-            let (invalid, _) = await h.fetch(h.request(identifier: ""))
-            #expect(invalid.events == [.failure(.invalidRequest)])
         }
     }
 

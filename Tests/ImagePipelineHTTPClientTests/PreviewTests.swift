@@ -18,7 +18,7 @@ struct PreviewTests {
         h.server.setAsset(try Data(contentsOf: smallerImage), at: "/b.png", contentType: "image/png")
     }
 
-    @Test("Scenario 16: the delegate stops at a memory preview: failed with -2, the preview kept, no request for B; B's target then comes from the rendered cache synchronously",
+    @Test("Scenario 16: the delegate stops at a memory preview: failed with -2, the preview kept, no request for B; B's target then comes from the rendered cache synchronously, with A's URL",
           arguments: CoordinatorDownloader.allCases)
     func previewStop(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
@@ -34,12 +34,18 @@ struct PreviewTests {
             #expect(operation.finalResult == nil && delegate.events.last == .failure(.cancelledAfterLoadingPreview))
             #expect(operation.metrics?.info(for: .memoryCache)?.result == .hitPreview)
             #expect(h.server.requestLog.map(\.path) == ["/a.jpg"])
-            let synchronous = h.onDelegateQueue { () -> FetchOperation in
-                let again = h.pipeline.operation(with: h.request("/b.png", target: target), delegate: nil)
-                h.pipeline.fetchImage(with: again)
-                return again
+            let again = RecordingFetchDelegate()
+            let (synchronous, eventsAtReturn) = h.onDelegateQueue { () -> (FetchOperation, [RecordingFetchDelegate.Event]) in
+                let operation = h.pipeline.operation(with: h.request("/b.png", target: target), delegate: again)
+                h.pipeline.fetchImage(with: operation)
+                return (operation, again.events)
             }
-            #expect(synchronous.isFinished && synchronous.finalResult?.image.dimensions == preview.image.dimensions)
+            #expect(eventsAtReturn == [.start, .final(.memoryCache)] && synchronous.isFinished)
+            let hit = try #require(synchronous.finalResult)
+            #expect(hit.source == .memoryCache && hit.image.dimensions == preview.image.dimensions)
+            // The rendition is A's image, kept when the preview was stopped: the hit reports the URL it came from.
+            #expect(hit.url == h.server.url(for: "/a.jpg"))
+            #expect(h.server.requestLog.map(\.path) == ["/a.jpg"])
         }
     }
 

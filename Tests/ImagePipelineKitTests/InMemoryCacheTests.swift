@@ -192,7 +192,7 @@ struct MemoryCacheTests {
         #expect(configuration.totalBytesForAllMemoryCaches == 10)
     }
 
-    @Test("Scenarios 39 and 40: TTL expiry on read, refreshed on access unless do-not-reset-expiry")
+    @Test("Expired parts are dropped on read; an access extends the time to live unless the entry does not update expiry on access")
     func timeToLive() {
         let p = cache("p")
         let start = Date(timeIntervalSinceReferenceDate: 1_000_000)

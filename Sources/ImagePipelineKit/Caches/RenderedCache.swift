@@ -1,3 +1,5 @@
+import Foundation
+
 /// One rendition in the rendered cache: an image already decoded and scaled for some target.
 public struct RenderedImage: Sendable {
     /// The image at its rendered size, shared by reference (a hit never copies pixels).
@@ -13,14 +15,21 @@ public struct RenderedImage: Sendable {
     public var sourceDimensions: PixelSize
     /// Marked stale by ``RenderedCache/markDirty(identifier:)``: usable as a preview, not as a final image.
     public var isDirty: Bool
+    /// The URL of the image it was rendered from. An identifier's renditions may come from different URLs
+    /// (a preview of another size kept after its fetch stopped, say), and a hit reports this URL, not the one
+    /// the later request asked for, as TIP does. `nil` for a rendition stored without one: a hit then reports
+    /// the request's URL.
+    public var url: URL?
 
-    /// A rendition of `image`, rendered from a source of `sourceDimensions`.
-    public init(image: ImageContainer, transformerIdentifier: String? = nil, sourceDimensions: PixelSize, isDirty: Bool = false) {
+    /// A rendition of `image`, rendered from the image at `url`, of `sourceDimensions`.
+    public init(image: ImageContainer, transformerIdentifier: String? = nil, sourceDimensions: PixelSize, isDirty: Bool = false,
+                url: URL? = nil) {
         self.image = image
         self.dimensions = image.dimensions
         self.transformerIdentifier = transformerIdentifier
         self.sourceDimensions = sourceDimensions
         self.isDirty = isDirty
+        self.url = url
     }
 }
 

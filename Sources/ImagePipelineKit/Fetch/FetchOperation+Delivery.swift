@@ -20,8 +20,8 @@ extension FetchOperation {
             // there finds it.
             if percolates { pipeline.caches.percolate(cached, readFrom: tier, identifier: plan.identifier) }
             let (image, transformed) = _queue_transform(decoded.container, progress: 1)
-            _queue_keepRendered(image, sourceDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
-                                transformed: transformed)
+            _queue_keepRendered(image, from: cached.url, sourceDimensions: decoded.properties.dimensions,
+                                isPlaceholder: cached.isPlaceholder, transformed: transformed)
             let result = FetchResult(image: image, source: source, url: cached.url,
                                      originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
                                      identifier: plan.identifier, imageWasTransformed: transformed)
@@ -113,11 +113,14 @@ extension FetchOperation {
 
     /// Keeps a delivered image in the rendered cache when ``FetchKeys/mayKeepRendered(isPlaceholder:transformed:)``
     /// allows, and answers the fetches waiting in the operation queue for that rendition.
-    func _queue_keepRendered(_ image: ImageContainer, sourceDimensions: PixelSize, isPlaceholder: Bool, transformed: Bool) {
+    ///
+    /// `url` is where the image was loaded from, which a preview of another URL makes differ from the request's.
+    func _queue_keepRendered(_ image: ImageContainer, from url: URL, sourceDimensions: PixelSize, isPlaceholder: Bool,
+                             transformed: Bool) {
         guard plan.keys.mayKeepRendered(isPlaceholder: isPlaceholder, transformed: transformed) else { return }
         pipeline.caches.keepRendered(
             RenderedImage(image: image, transformerIdentifier: plan.keys.renderedTransformerIdentifier(transformed: transformed),
-                          sourceDimensions: sourceDimensions),
+                          sourceDimensions: sourceDimensions, url: url),
             identifier: plan.identifier)
         // Fetches of this rendition still waiting in the operation queue need no turn of it. One with
         // dependencies left waits for them, and then finds the rendition when it starts.

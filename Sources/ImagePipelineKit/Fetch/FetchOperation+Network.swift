@@ -79,8 +79,9 @@ extension FetchOperation {
             guard !_queue_abortIfNeeded() else { return stored() }
             // A fetch that got the bytes after the decode another fetch made of them ended (a download stays
             // joinable until stored; the decode's image is held until it is in the rendered cache) takes it from
-            // there rather than decoding again. The owner always decodes: it stores what the decode tells.
-            if !result.isOwner, let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty {
+            // there rather than decoding again, when that rendition is of these bytes' URL (one of another URL, a
+            // kept preview, is not what was downloaded). The owner always decodes: it stores what the decode tells.
+            if !result.isOwner, let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty, rendered.url == plan.url {
                 return _queue_networkSucceeded(result, rendered: rendered)
             }
             // Fetches that shared the download share its decode too.
@@ -127,7 +128,8 @@ extension FetchOperation {
                                 isPlaceholder: plan.isPlaceholder, identifier: plan.identifier, imageWasTransformed: transformed)
         // The in-memory caches take the image before the delegate hears of it, so a fetch started from the final
         // callback finds it there; the disk write waits until after.
-        _queue_keepRendered(finalImage, sourceDimensions: dimensions, isPlaceholder: plan.isPlaceholder, transformed: transformed)
+        _queue_keepRendered(finalImage, from: plan.url, sourceDimensions: dimensions, isPlaceholder: plan.isPlaceholder,
+                            transformed: transformed)
         let cached = plan.cachedImage(result.data, dimensions: dimensions, isAnimated: decoded.properties.isAnimated)
         let keepRendition = _queue_renditionKeeper(finalImage, of: CachedImageInfo(cached), transformed: transformed)
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).

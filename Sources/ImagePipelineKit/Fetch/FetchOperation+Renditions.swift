@@ -33,7 +33,8 @@ extension FetchOperation {
         }
         let image = ImageContainer(bitmap: bitmap)
         metricsRecorder.noteRenditionTableHit()
-        _queue_keepRendered(image, sourceDimensions: info.dimensions, isPlaceholder: false, transformed: transformed)
+        _queue_keepRendered(image, from: info.url, sourceDimensions: info.dimensions, isPlaceholder: false,
+                            transformed: transformed)
         var result = FetchResult(image: image, source: source, url: info.url, originalDimensions: info.dimensions,
                                  isPlaceholder: false, identifier: plan.identifier, imageWasTransformed: transformed)
         result.wasLoadedFromRenditionTable = true

@@ -182,7 +182,8 @@ extension FetchOperation {
                 guard !_queue_abortIfNeeded() else { return }
                 guard let found else { return _queue_continue(with: .miss) }
                 let (image, transformed) = _queue_transform((try? found.scaled(for: plan.target)) ?? found, progress: 1)
-                _queue_keepRendered(image, sourceDimensions: found.dimensions, isPlaceholder: false, transformed: transformed)
+                _queue_keepRendered(image, from: url, sourceDimensions: found.dimensions, isPlaceholder: false,
+                                    transformed: transformed)
                 _queue_succeed(FetchResult(image: image, source: .additionalCache, url: url, originalDimensions: found.dimensions,
                                            isPlaceholder: false, identifier: plan.identifier, imageWasTransformed: transformed))
             }
@@ -220,7 +221,7 @@ extension FetchOperation {
                 queue.async { [self] in
                     guard !_queue_abortIfNeeded() else { return }
                     guard decision == .stopLoading else { return next() }
-                    _queue_keepRendered(previewImage, sourceDimensions: decoded.properties.dimensions,
+                    _queue_keepRendered(previewImage, from: cached.url, sourceDimensions: decoded.properties.dimensions,
                                         isPlaceholder: cached.isPlaceholder, transformed: transformed)
                     _queue_fail(FetchError(.cancelledAfterLoadingPreview))
                 }

@@ -57,8 +57,9 @@ extension ImagePipeline {
             if countingMiss { configuration.recordRenderedMiss(of: identifier) }
             return nil
         }
-        let result = FetchResult(image: hit.image, source: .memoryCache, url: plan.url, originalDimensions: hit.sourceDimensions,
-                                 isPlaceholder: false, identifier: lookup.identifier,
+        // The URL the rendition's image was loaded from: another URL's image of this identifier may answer.
+        let result = FetchResult(image: hit.image, source: .memoryCache, url: hit.url ?? plan.url,
+                                 originalDimensions: hit.sourceDimensions, isPlaceholder: false, identifier: lookup.identifier,
                                  imageWasTransformed: lookup.transformerIdentifier != nil)
         return (result, hit.isDirty)
     }
