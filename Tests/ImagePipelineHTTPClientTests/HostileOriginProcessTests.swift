@@ -40,43 +40,31 @@ struct HostileOriginProcessTests {
         }
     }
 
-    @Test("Four drip-fed downloads holding every download slot fail on the minimum rate, and a fifth image still arrives")
+    @Test("Drip-fed downloads holding every download slot fail on the minimum rate, and the downloads queued behind them still run")
     func dripFeedDoesNotStarve() async throws {
         try await Self.withOrigin { server, root in
-            let slow = (0..<4).map { "/drip\($0).jpg" }
+            // Eight drip-fed images for four download slots: whichever four start first hold every slot, and the
+            // rest, the one normal image among them or not, run only once a slow one gives its slot up.
+            let slow = (0..<8).map { "/drip\($0).jpg" }
             for path in slow {
                 server.setAsset(Fixtures.rocketJPEG, at: path, contentType: "image/jpeg")
-                server.setShaping(OriginShaping(bytesPerSecond: 200), for: path)
+                server.setShaping(OriginShaping(bytesPerSecond: 300), for: path)
             }
-            server.setAsset(Fixtures.rocketJPEG, at: "/fifth.jpg", contentType: "image/jpeg")
-            // Four downloads run at once by default: the four slow ones go first and take every slot.
-            let urls = (slow + ["/fifth.jpg"]).map { server.url(for: $0).absoluteString }
+            server.setAsset(Fixtures.rocketJPEG, at: "/normal.jpg", contentType: "image/jpeg")
+            let urls = (slow + ["/normal.jpg"]).map { server.url(for: $0).absoluteString }
             let run = try await SampleCLIBinary.run(["fetch"] + urls + [
                 "--cache-dir", root.path, "--json", "--min-rate", "2000", "--min-rate-window", "1",
             ])
             let reports = run.jsonLines
-            #expect(reports.count == 5, "\(run.stdout) \(run.stderr)")
-            for report in reports.prefix(4) {
+            #expect(reports.count == 9, "\(run.stdout) \(run.stderr)")
+            for report in reports.prefix(8) {
                 #expect(report["downloadError"] as? String == "transferTooSlow", "\(report)")
             }
             #expect(reports.last?["source"] as? String == "network")
             #expect(reports.last?["width"] as? Int != nil)
-            // The fifth was requested only once a slow one gave up its slot.
-            let fifth = try #require(server.requests(to: "/fifth.jpg").first)
-            #expect(slow.allSatisfy { path in server.requests(to: path).first.map { $0.receivedAt <= fifth.receivedAt } ?? false })
+            // Every queued download was requested: none waited forever behind a drip-fed one.
+            #expect(slow.allSatisfy { server.requests(to: $0).count == 1 })
         }
-    }
-
-    /// A small real JPEG whose frame header claims `side` × `side`: a few kilobytes that a decoder must
-    /// allocate `side² × 4` bytes for. `variant` bytes after its end make each copy different.
-    static func decodeBomb(side: Int, variant: Int) throws -> Data {
-        let pixels = try Bitmap(width: 16, height: 16) { pixels, bytesPerRow in memset(pixels, 0x80, bytesPerRow * 16) }
-        var jpeg = try CodecCatalogue.shared.encode(ImageContainer(bitmap: pixels), as: .jpeg, quality: 0.8)
-        let marker = try #require(jpeg.firstRange(of: Data([0xFF, 0xC0])))
-        // Frame header: FF C0, length (2), precision (1), height (2), width (2).
-        let height = marker.lowerBound + 5
-        jpeg.replaceSubrange(height..<(height + 4), with: [UInt8(side >> 8), UInt8(side & 0xFF), UInt8(side >> 8), UInt8(side & 0xFF)])
-        return jpeg + Data(repeating: UInt8(truncatingIfNeeded: variant), count: variant + 1)
     }
 
     @Test("Twelve concurrent decodes of small files claiming 8000x8000 stay within the decode memory budget")
@@ -85,10 +73,10 @@ struct HostileOriginProcessTests {
             let side = 8000
             let paths = (0..<12).map { "/bomb\($0).jpg" }
             for (index, path) in paths.enumerated() {
-                server.setAsset(try Self.decodeBomb(side: side, variant: index), at: path, contentType: "image/jpeg")
+                server.setAsset(try DecodeBomb.jpeg(side: side, variant: index), at: path, contentType: "image/jpeg")
             }
             let perDecode = Bitmap.alignedBytesPerRow(forWidth: side) * side
-            let budget = 2 * perDecode + perDecode / 2       // room for two decodes at a time
+            let budget = perDecode + perDecode / 5           // room for one decode at a time
             let (run, peak) = try await SampleCLIBinary.runMeasuringMemory(["fetch"] + paths.map { server.url(for: $0).absoluteString } + [
                 "--cache-dir", root.path, "--json", "--max-decode-memory", String(budget),
             ])
@@ -99,9 +87,10 @@ struct HostileOriginProcessTests {
                 #expect((report["error"] as? String)?.contains("more than the decodes in flight may hold together") == true, "\(report)")
             }
             #expect(reports.contains { $0["width"] as? Int == side })
-            // Unbudgeted, the six decodes the operation queue runs at once hold about 1.4 GB; within the budget
-            // the process stays under it plus the runtime.
-            #expect(peak < budget + (160 << 20), "peak resident \(peak >> 20) MiB, budget \(budget >> 20) MiB")
+            // Unbudgeted, the six decodes the operation queue runs at once held 1.4 GB. The budget bounds the
+            // decodes; an image already handed to the fetch's delegate is the application's until it lets go (here
+            // at once, but a loaded machine can have two in hand), and the runtime takes the rest.
+            #expect(peak < budget + 2 * perDecode + (160 << 20), "peak resident \(peak >> 20) MiB, budget \(budget >> 20) MiB")
         }
     }
 }

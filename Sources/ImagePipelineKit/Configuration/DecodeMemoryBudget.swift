@@ -7,7 +7,8 @@ import PipelineLocking
 /// Each decode passes ``DecodingLimits`` on its own, but a dozen fetches of small files that each declare a
 /// huge image would together allocate gigabytes. A fetch's decode therefore takes its pixel bytes from this
 /// budget when the decoder is about to allocate them (``DecodingLimits/check(frameCount:of:)`` is that moment
-/// for every codec) and gives them back when the decode ends. A first claim waits for room, for at most
+/// for every codec) and gives them back once its delegate has the image, or when an incremental session ends.
+/// A first claim waits for room, for at most
 /// ``maximumWait``; a decode that can never fit, a claim that waited in vain, and a decode that needs more
 /// while it already holds some (an animation's next frame: waiting there could deadlock two animations) fail
 /// with ``ImageCodecError/limitExceeded(_:)`` and ``ImageCodecError/Limit/decodeMemoryBudget(_:)``.
@@ -19,6 +20,7 @@ final class DecodeMemoryBudget: @unchecked Sendable {
     private let condition = NSCondition()
     private var capacityBytes: Int
     private var bytesInUse = 0
+    private var mostBytesInUse = 0
 
     init(capacity: Int) {
         capacityBytes = capacity
@@ -35,15 +37,11 @@ final class DecodeMemoryBudget: @unchecked Sendable {
     /// The bytes the decodes running now hold.
     var inUse: Int { withCondition { bytesInUse } }
 
-    /// Runs `decode` with a claim on this budget that its decoder draws on, waiting for room; everything
-    /// claimed is given back when it returns or throws.
-    func withClaim<T>(_ decode: () throws -> T) throws -> T {
-        let claim = Claim(budget: self, waits: true)
-        defer { claim.releaseAll() }
-        return try Claim.$current.withValue(claim, operation: decode)
-    }
+    /// The most bytes the decodes ever held at once.
+    var peakInUse: Int { withCondition { mostBytesInUse } }
 
-    /// A claim for a decode that outlives one call (an incremental session), given back when it is released.
+    /// A claim a decode draws on while it is bound to ``Claim/current``; given back by ``Claim/releaseAll()``
+    /// or when the claim goes. With `waits`, its first draw waits for room.
     func claim(waits: Bool) -> Claim {
         Claim(budget: self, waits: waits)
     }
@@ -94,6 +92,7 @@ final class DecodeMemoryBudget: @unchecked Sendable {
             }
         }
         bytesInUse += bytes
+        mostBytesInUse = max(mostBytesInUse, bytesInUse)
     }
 
     private func give(_ bytes: Int) {

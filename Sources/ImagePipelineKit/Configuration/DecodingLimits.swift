@@ -46,7 +46,15 @@ public struct DecodingLimits: Hashable, Sendable {
         if perFrame.overflow || total.overflow || total.partialValue > maxBytes {
             throw .limitExceeded(.bytes(perFrame.overflow || total.overflow ? Int.max : total.partialValue))
         }
-        try DecodeMemoryBudget.Claim.current?.grow(to: total.partialValue)
+        try claimDecodeMemory(total.partialValue)
+    }
+
+    /// Claims `bytes` in all for the decode running here from the configuration's budget for decodes in
+    /// flight, waiting for room (``GlobalConfiguration/maxBytesForDecodesInFlight``); does nothing outside a
+    /// fetch's decode. ``check(frameCount:of:)`` claims the frames' pixels; a decoder that needs more working
+    /// memory (libjpeg's coefficients of a multi-scan image) claims the larger total.
+    public func claimDecodeMemory(_ bytes: Int) throws(ImageCodecError) {
+        try DecodeMemoryBudget.Claim.current?.grow(to: bytes)
     }
 }
 

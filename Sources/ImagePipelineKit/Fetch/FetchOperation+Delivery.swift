@@ -34,8 +34,10 @@ extension FetchOperation {
     /// when `interruption` says so (``ImageCodecError/interrupted``).
     func _queue_decode(_ data: Data, interruption: DecodeInterruption? = nil) throws -> DecodedImage {
         let started = ContinuousClock.now
+        let claim = pipeline.configuration.decodeMemoryBudget.claim(waits: true)
+        decodeClaims.append(claim)
         let decoded = try DecodeInterruption.$current.withValue(interruption) {
-            try pipeline.configuration.decodeMemoryBudget.withClaim {
+            try DecodeMemoryBudget.Claim.$current.withValue(claim) {
                 try CodecCatalogue.shared.decode(data, target: plan.target, configuration: plan.decoderConfiguration)
             }
         }

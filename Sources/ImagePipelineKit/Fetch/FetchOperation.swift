@@ -80,6 +80,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     var metricsRecorder = FetchMetricsRecorder()
     /// Scans and first frames shown while downloading. On `queue`.
     var incremental = IncrementalImageState()
+    /// The decode memory this fetch's decodes claimed, held until its delegate has the image: the decoded
+    /// pixels live until then, whether or not the decode has returned. On `queue`.
+    var decodeClaims: [DecodeMemoryBudget.Claim] = []
 
     init(request: any FetchRequest, pipeline: ImagePipeline, context: (any Sendable)?, delegate: (any FetchDelegate)?,
          holdsDelegateStrongly: Bool) {
@@ -289,8 +292,12 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     private func _queue_finish(state finalState: State, then: (@Sendable () -> Void)? = nil,
                                _ callback: @escaping @Sendable (any FetchDelegate) -> Void) {
         _queue_setState(finalState)
+        let claims = decodeClaims
+        decodeClaims = []
         _queue_onDelegateQueue { [self] in
             if let delegate { callback(delegate) }
+            // Given back once the delegate has the image (or the error): from here the pixels are the app's.
+            claims.forEach { $0.releaseAll() }
             guard let then else { return markFinished() }
             queue.async { [self] in
                 then()

@@ -143,6 +143,8 @@ final class JPEGDecodingSession: ImageDecodingSession {
         if overflow || workingBytes > configuration.limits.maxBytes {
             try fail(.limitExceeded(.bytes(overflow ? Int.max : workingBytes)))
         }
+        // The coefficients count against the budget of decodes in flight as much as the pixels do.
+        try guarded { try configuration.limits.claimDecodeMemory(workingBytes) }
         let canvas = try guarded { try PixelCanvas(width: output.width, height: output.height) }
         ipk_jpeg_decoder_set_canvas(decoder, canvas.pointer.assumingMemoryBound(to: UInt8.self), canvas.bytesPerRow)
         self.canvas = canvas
