@@ -165,6 +165,22 @@ struct FetchHarness {
         return (delegate, operation)
     }
 
+    /// Starts a fetch of `/a.jpg`, slowed and stalled at 60% for that one request, and cancels it once the
+    /// delegate has seen `progress`: the cancel lands mid-body however far the fetch's queue lags behind the
+    /// network on a loaded machine (progress is what the fetch has processed, not what arrived). Returns once
+    /// the fetch has ended, its partial image kept.
+    func cancelHalfway(atProgress progress: Double = 0.3) async throws -> (RecordingFetchDelegate, FetchOperation) {
+        server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
+        server.setFaults([.stallAfterBytes(image.count * 6 / 10)], for: "/a.jpg", count: 1)
+        let delegate = RecordingFetchDelegate()
+        let operation = pipeline.operation(with: request(), delegate: delegate)
+        pipeline.fetchImage(with: operation)
+        #expect(try await eventually { (delegate.progresses.last ?? 0) >= progress })
+        operation.cancel()
+        _ = await delegate.finished()
+        return (delegate, operation)
+    }
+
     /// Runs `body` on the delegate queue and waits for it.
     func onDelegateQueue<T: Sendable>(_ body: @Sendable () -> T) -> T { configuration.delegateQueue.sync(execute: body) }
 }
@@ -209,15 +225,7 @@ struct FetchOperationTests {
     @Test("Scenarios 21 and 22: a fetch cancelled halfway leaves a partial; the next resumes it from memory, or from disk once memory is cleared", arguments: CoordinatorDownloader.allCases)
     func resumeAcrossFetches(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            // Slow, and stalled at 60%: the cancel lands mid-body however far the fetch's queue lags behind the
-            // network on a loaded machine (progress is what the fetch has processed, not what arrived).
-            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
-            h.server.setFaults([.stallAfterBytes(h.image.count * 6 / 10)], for: "/a.jpg", count: 1)
-            let delegate = RecordingFetchDelegate()
-            let operation = h.pipeline.operation(with: h.request(), delegate: delegate)
-            h.pipeline.fetchImage(with: operation)
-            #expect(try await eventually { (delegate.progresses.last ?? 0) >= 0.3 })
-            operation.cancel()
+            let (delegate, operation) = try await h.cancelHalfway()
             #expect(await delegate.finished().isCancelled)
             #expect(operation.state == .cancelled)
             // Metrics: the cancel is on the metrics, on the network source that never completed.
@@ -242,13 +250,7 @@ struct FetchOperationTests {
 
             // Scenario 22: the same from disk.
             h.pipeline.clearImage(identifier: "I")
-            h.server.setFaults([.stallAfterBytes(h.image.count * 6 / 10)], for: "/a.jpg", count: 1)
-            let second = RecordingFetchDelegate()
-            let cancelled = h.pipeline.operation(with: h.request(), delegate: second)
-            h.pipeline.fetchImage(with: cancelled)
-            #expect(try await eventually { (second.progresses.last ?? 0) >= 0.3 })
-            cancelled.cancel()
-            _ = await second.finished()
+            _ = try await h.cancelHalfway()
             h.pipeline.clearMemoryCaches()
             let (fromDisk, _) = await h.fetch(h.request())
             #expect(fromDisk.attempts == [.memoryCache, .diskCache, .networkResumed])

@@ -27,24 +27,12 @@ struct HostileOriginTests {
         return jpeg.prefix(2) + padding + jpeg.dropFirst(2)
     }
 
-    /// A fetch that stops at 60% of `/a.jpg` and leaves its partial in the caches.
-    static func leavePartial(_ h: FetchHarness) async throws -> PartialImageData {
-        h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
-        h.server.setFaults([.stallAfterBytes(h.image.count * 6 / 10)], for: "/a.jpg", count: 1)
-        let delegate = RecordingFetchDelegate()
-        let operation = h.pipeline.operation(with: h.request(), delegate: delegate)
-        h.pipeline.fetchImage(with: operation)
-        #expect(try await eventually { (delegate.progresses.last ?? 0) >= 0.3 })
-        operation.cancel()
-        _ = await delegate.finished()
-        return try #require(h.pipeline.memoryCache.entry(for: "I")?.partial)
-    }
-
     @Test("A resume answered with a range of a file that changed since is dropped; the whole new file is fetched, never spliced",
           arguments: CoordinatorDownloader.allCases)
     func resumeOfChangedFile(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            let kept = try await Self.leavePartial(h)
+            _ = try await h.cancelHalfway()
+            let kept = try #require(h.pipeline.memoryCache.entry(for: "I")?.partial)
             // Another picture of exactly the same length, with its own ETag, from a server that ignores
             // If-Range: the 206 starts where the partial stops and declares the same total.
             let changed = Self.paddedJPEG(Fixtures.image("skimage-astronaut-progressive.jpg"), to: h.image.count)

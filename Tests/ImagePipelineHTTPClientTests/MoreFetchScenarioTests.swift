@@ -118,15 +118,7 @@ struct MoreFetchScenarioTests {
     @Test("Scenario 26: resume-only sources with a partial, and a server that answers 200: code 6", arguments: CoordinatorDownloader.allCases)
     func resumeOnlyGetsAWholeImage(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            // Stalled at 60%, so the cancel lands mid-body however far the fetch's queue lags behind the network.
-            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
-            h.server.setFaults([.stallAfterBytes(h.image.count * 6 / 10)], for: "/a.jpg", count: 1)
-            let delegate = RecordingFetchDelegate()
-            let operation = h.pipeline.operation(with: h.request(), delegate: delegate)
-            h.pipeline.fetchImage(with: operation)
-            #expect(try await eventually { (delegate.progresses.last ?? 0) >= 0.2 })
-            operation.cancel()
-            _ = await delegate.finished()
+            _ = try await h.cancelHalfway(atProgress: 0.2)
             #expect(h.pipeline.memoryCache.entry(for: "I")?.partial != nil)
             h.server.setFaults([.ignoreRange], for: "/a.jpg")
             let (_, resumeOnly) = await h.fetch(h.request(sources: [.memoryCache, .diskCache, .networkResumed]))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import ImagePipelineKit
 
 /// What the corpus manifest says a decoder must do with one file of `bad/`.

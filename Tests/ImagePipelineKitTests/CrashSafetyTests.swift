@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import ImagePipelineKit
 
 @Suite("Disk cache crash safety (SIGKILL at random moments)")

@@ -64,33 +64,12 @@ public enum SampleCLIBinary {
         }
     }
 
-    /// Runs `sample-cli` with `arguments` to its end and reports the most memory it ever held (the kernel's
-    /// peak resident set size, from `wait4`). Spawned directly rather than through `Process`, which reaps its
-    /// children itself and so hides their resource usage. Standard output goes to a file, read after the exit.
+    /// Runs `sample-cli` with `arguments` to its end (at most five minutes) and reports the most memory it ever
+    /// held, its `VmHWM` (see ``ChildProcess``). Its standard error is not kept.
     public static func runMeasuringMemory(_ arguments: [String]) async throws -> (run: Run, peakResidentBytes: Int) {
         guard let path else { throw CocoaError(.fileNoSuchFile) }
-        return try await offloaded {
-            let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-\(UUID().uuidString).out").path
-            defer { try? FileManager.default.removeItem(atPath: outputPath) }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-            let argv = ([path] + arguments).map { strdup($0) } + [nil]
-            defer { argv.forEach { free($0) } }
-            var pid: pid_t = 0
-            let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
-            guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
-            var status: Int32 = 0
-            var usage = rusage()
-            while wait4(pid, &status, 0, &usage) < 0 {
-                guard errno == EINTR else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            }
-            let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-            let stdout = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-            // ru_maxrss is in kilobytes on Linux.
-            return (Run(status: exitStatus, stdout: stdout, stderr: ""), Int(usage.ru_maxrss) * 1024)
-        }
+        let outcome = try await ChildProcess.run(path, arguments, timeout: 300)
+        let status = outcome.exitCode ?? 128 + (outcome.signal ?? 0)
+        return (Run(status: status, stdout: outcome.stdout, stderr: ""), outcome.peakResidentBytes)
     }
 }

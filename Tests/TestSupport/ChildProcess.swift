@@ -1,27 +1,26 @@
 import Foundation
-import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Runs a program and reports how it ended, with its peak memory: what a bad-input sweep needs to tell a
 /// typed error from a crash, an `exit()` from inside a C library, a hang or a memory blow-up.
-struct ChildProcess {
-    struct Outcome {
-        var stdout: String
+public struct ChildProcess {
+    public struct Outcome: Sendable {
+        public var stdout: String
         /// Exit status when the process exited normally.
-        var exitCode: Int32?
+        public var exitCode: Int32?
         /// Signal that ended it (a crash, or our SIGKILL after the deadline).
-        var signal: Int32?
-        var timedOut: Bool
+        public var signal: Int32?
+        public var timedOut: Bool
         /// Peak resident set in bytes: the child's `VmHWM`, read while it runs. (`wait4`'s `ru_maxrss` would
         /// be wrong here: exec folds the spawning process's own peak into it, so it reports the test runner.)
-        var peakResidentBytes: Int
+        public var peakResidentBytes: Int
     }
 
     /// Starts `executable` with `arguments`, waits at most `timeout` seconds (then SIGKILLs it). The wait
     /// polls on a Dispatch thread, never on a cooperative one (see `offloaded`).
-    static func run(_ executable: String, _ arguments: [String], timeout: Double) async throws -> Outcome {
+    public static func run(_ executable: String, _ arguments: [String], timeout: Double) async throws -> Outcome {
         try await offloaded { try runBlocking(executable, arguments, timeout: timeout) }
     }
 
@@ -78,5 +77,5 @@ struct ChildProcess {
     }
 
     /// The `sample-cli` built next to the test bundle (`make test` builds every product first).
-    static var sampleCLI: String? { SampleCLIBinary.path }
+    public static var sampleCLI: String? { SampleCLIBinary.path }
 }
