@@ -136,7 +136,9 @@ struct FetchCommand: AsyncParsableCommand {
             for await (index, report) in group { reports[index] = report }
             return reports.compactMap { $0 }
         }
-        for report in reports { print(json ? report.jsonLine() : report.textLine()) }
+        // Written straight to the file descriptor (print buffers when stdout is not a terminal): the reports
+        // are out before the downloader shuts down.
+        for report in reports { FileHandle.standardOutput.write(Data(((json ? report.jsonLine() : report.textLine()) + "\n").utf8)) }
         try await (downloader as? HTTPClientDownloader)?.shutdown()
         if reports.contains(where: { $0.result == nil }) { throw ExitCode(1) }
     }

@@ -304,8 +304,9 @@ package final class DownloadDelivery: Sendable {
                 next = min(next, deadline)
             }
             // Events being handed to the delegate (or about to be): time the delegate spends is not the
-            // server's idleness, and the drain stamps the activity when it is done.
-            if state.draining { return .wait(next - now) }
+            // server's idleness, and the drain stamps the activity when it is done. Look again within a rate
+            // window, not an idle timeout: a check that lands on a delivery must not put off the rate's.
+            if state.draining { return .wait(min(next, now + (limits.minimumTransferRate?.window ?? limits.idleTimeout)) - now) }
             next = min(next, state.lastActivity + limits.idleTimeout)
             if !state.connected {
                 let connectDeadline = state.started + limits.connectTimeout
