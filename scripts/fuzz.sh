@@ -26,9 +26,11 @@ targets=(FuzzJPEG FuzzPNG FuzzGIF FuzzWebP FuzzEXIF FuzzIncremental FuzzHTTPValu
 # internal functions. Command-line flags, so that the library and its C are instrumented, not only the
 # harnesses. SwiftPM's --sanitize=fuzzer tells it to leave `main` to libFuzzer; the -Xswiftc flag after it
 # adds address: SwiftPM's own `--sanitize=fuzzer --sanitize=address` passes swiftc two -sanitize flags, of
-# which only the last counts, and the Swift code then gets no coverage at all.
+# which only the last counts, and the Swift code then gets no coverage at all. lld, because gold warns about
+# every ASan-instrumented link.
 build=(swift build --package-path Fuzz --scratch-path "$scratch" -c release --sanitize=fuzzer
-       -Xswiftc -sanitize=fuzzer,address -Xcc -fsanitize=fuzzer-no-link,address -Xswiftc -enable-testing)
+       -Xswiftc -sanitize=fuzzer,address -Xcc -fsanitize=fuzzer-no-link,address -Xswiftc -enable-testing
+       -Xswiftc -use-ld=lld)
 if [ -z "${FUZZ_SKIP_BUILD:-}" ]; then
     started=$SECONDS
     "${build[@]}"
@@ -55,7 +57,7 @@ seed_files() {
 # The APP1 EXIF payloads of the corpus JPEGs: what the EXIF reader is handed by the JPEG decoder.
 seed_exif() {
     local dir=$1
-    [ -d "$corpus" ] || return 0
+    [ -d "$corpus" ] && command -v python3 > /dev/null || return 0
     python3 - "$corpus" "$dir" <<'PY'
 import os, sys
 corpus, out = sys.argv[1], sys.argv[2]
