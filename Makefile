@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEPS := scripts/install-system-deps.sh
 DEMO_OUT ?= out/demo
 
-.PHONY: deps build test demo bench bench-cache stress-tsan docs clean
+.PHONY: deps build test demo bench bench-cache stress-tsan fuzz docs clean
 
 deps:
 	@bash $(DEPS)
@@ -24,6 +24,14 @@ stress-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread -Xswiftc -DTSAN_VISIBLE_LOCKS --scratch-path .build-tsan
 	$(SWIFT) test --skip-build --sanitize=thread -Xswiftc -DTSAN_VISIBLE_LOCKS --scratch-path .build-tsan --disable-xctest --no-parallel \
 		--filter 'FetchStressTests|FetchOperationTests|DownloadCoordinatorTests|AsyncFetchTests|ImageViewFetchHelperTests|WaitingFetchesTests|RenditionTableTierTests|DecodeInterruptionTests|SharedDecodesTests|StoredImageWatchersTests|DelegateQueueDiagnosticsTests'
+
+# Coverage-guided fuzzing (libFuzzer with AddressSanitizer) of every decoder, the incremental sessions and the
+# downloaders' header parsing: each target for FUZZ_SECONDS, one after another; FUZZ_TARGETS picks some (e.g.
+# FUZZ_TARGETS="FuzzPNG FuzzGIF"). Work and any crashing input in out/fuzz/; fails when a target finds
+# something. Fuzz/README.md says how to replay a crash and keep it as a regression test.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh $(FUZZ_TARGETS)
 
 # The main job: a scrolling grid of image views against the embedded origin over a Wi-Fi-like link (report,
 # viewport snapshot and timeline in $(DEMO_OUT)/), then --compare over an LTE-like link: conventional loading vs

@@ -31,7 +31,8 @@ public enum HTTPDate {
             (day, monthName, year, clock) = (Int(fields[1]), fields[2], Int(fields[3]), fields[4])
         case 4 where fields[3] == "GMT":  // RFC 850: "Sunday," "06-Nov-94" "08:49:37" "GMT"
             let pieces = fields[1].split(separator: "-").map(String.init)
-            guard pieces.count == 3, let shortYear = Int(pieces[2]) else { return nil }
+            // Two digits, as the form has them: a longer number would overflow the century added below (a trap).
+            guard pieces.count == 3, let shortYear = Int(pieces[2]), (0...99).contains(shortYear) else { return nil }
             // RFC 9110: a two-digit year more than 50 years in the future is in the past century.
             (day, monthName, year, clock) = (Int(pieces[0]), pieces[1], shortYear < 70 ? 2000 + shortYear : 1900 + shortYear, fields[2])
         case 5:  // asctime: "Sun" "Nov" "6" "08:49:37" "1994"
@@ -39,7 +40,8 @@ public enum HTTPDate {
         default:
             return nil
         }
-        guard let day, let monthName, let year, let clock,
+        // Four digits at most, as every form has them: a server's longer year would not fit `tm_year` (a trap).
+        guard let day, let monthName, let year, let clock, (0...9999).contains(year),
               let month = months.firstIndex(of: monthName), (1...31).contains(day)
         else { return nil }
         let time = clock.split(separator: ":").compactMap { Int($0) }
