@@ -41,10 +41,10 @@ enum DecodeReport {
             if p.isProgressive { details.append("progressive") }
             let size = decoded.container.dimensions == p.dimensions
                 ? "\(p.dimensions)" : "\(p.dimensions) -> \(decoded.container.dimensions)"
-            return "\(file): \(p.type) \(size), \(details.joined(separator: ", ")), "
+            return "\(file.terminalSafe): \(p.type) \(size), \(details.joined(separator: ", ")), "
                 + String(format: "%.2f ms", milliseconds)
         case let .failure(file, message, _, name):
-            return "\(file): error \(name): \(message)"
+            return "\(file.terminalSafe): error \(name): \(message.terminalSafe)"
         }
     }
 }

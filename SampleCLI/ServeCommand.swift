@@ -73,7 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         // Scripts wait for this line: write it unbuffered, whatever stdout is connected to.
         FileHandle.standardOutput.write(Data((server.baseURL.absoluteString + "\n").utf8))
-        FileHandle.standardError.write(Data("serving \(server.directory ?? directory) at \(server.baseURL.absoluteString); Ctrl-C stops\n".utf8))
+        FileHandle.standardError.write(Data("serving \((server.directory ?? directory).terminalSafe) at \(server.baseURL.absoluteString); Ctrl-C stops\n".utf8))
 
         let received = await stop.wait()
         FileHandle.standardError.write(Data("signal \(received): shutting down\n".utf8))

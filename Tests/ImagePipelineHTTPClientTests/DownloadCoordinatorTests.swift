@@ -191,7 +191,7 @@ struct DownloadCoordinatorTests {
             // The first did not own the last share of the download, so it takes no partial with it.
             #expect(await first.outcome().partial == nil)
             let result = try #require(await second.outcome().result)
-            #expect(result.data == h.image)
+            #expect(isSameBytes(result.data, h.image))
             #expect(h.server.requestLog.count == 1 && h.coordinator.sharedLoadCount == 1)
         }
     }
@@ -209,7 +209,7 @@ struct DownloadCoordinatorTests {
             unkeyed.hydration = { $0 }
             let loads = [h.load(h.request()), h.load(h.request(pipeline: "q")), h.load(keyed), h.load(keyed),
                          h.load(otherKey), h.load(unkeyed), h.load(unkeyed)]
-            for load in loads { #expect(await load.outcome().result?.data == h.image) }
+            for load in loads { #expect(isSameBytes(await load.outcome().result?.data, h.image)) }
             // Only the two `keyed` loads share; every other load makes its own request.
             #expect(h.server.requestLog.count == 6)
         }
@@ -229,7 +229,7 @@ struct DownloadCoordinatorTests {
             #expect(try await eventually { recording.changes.withLock { $0 }.last == .veryHigh })
             high.attachment?.cancel()
             #expect(try await eventually { recording.changes.withLock { $0 }.last == .low })
-            #expect(await low.outcome().result?.data == h.image)
+            #expect(isSameBytes(await low.outcome().result?.data, h.image))
             #expect(h.server.requestLog.count == 1)
         }
     }
@@ -267,7 +267,7 @@ struct DownloadCoordinatorTests {
             #expect(await waiting.outcome().isCancelled)
             #expect(h.coordinator.activeDownloadCount == 0)
             h.coordinator.maxConcurrentDownloads = -1
-            #expect(await h.load(h.request()).outcome().result?.data == h.image)
+            #expect(isSameBytes(await h.load(h.request()).outcome().result?.data, h.image))
             #expect(h.server.requestLog.count == 1)
         }
     }
@@ -308,7 +308,7 @@ struct DownloadCoordinatorTests {
             let partial = PartialImageData(data: h.image.prefix(40_000), url: h.server.url(for: "/a.jpg"), dimensions: nil,
                                            expectedByteCount: h.image.count, lastModified: lastModified)
             let recorder = h.load(h.request(partial: partial))
-            #expect(await recorder.outcome().result?.data == h.image)
+            #expect(isSameBytes(await recorder.outcome().result?.data, h.image))
             #expect(await recorder.outcome().result?.wasResumed == true)
             try await h.server.waitForCompletedRequests(count: 1)
             #expect(h.server.requestLog.last?.ifRange == lastModified && h.server.requestLog.last?.bytesSent == h.image.count - 40_000)
@@ -375,7 +375,7 @@ struct DownloadCoordinatorTests {
             }
             #expect(partial.data == h.image.prefix(50_000))
             let second = h.load(h.request(partial: partial))
-            #expect(await second.outcome().result?.data == h.image)
+            #expect(isSameBytes(await second.outcome().result?.data, h.image))
             #expect(h.server.requestLog.last?.range == "bytes=50000-")
         }
     }
@@ -390,7 +390,7 @@ struct DownloadCoordinatorTests {
                 return request
             }
             hydrated.authorization = { _ in "Bearer t" }
-            #expect(await h.load(hydrated).outcome().result?.data == h.image)
+            #expect(isSameBytes(await h.load(hydrated).outcome().result?.data, h.image))
             #expect(h.server.requestLog.last?.header("X-Foo") == "1")
             #expect(h.server.requestLog.last?.authorization == "Bearer t")
 

@@ -206,7 +206,7 @@ struct FetchOperationTests {
             #expect(operation.finalResult?.image.dimensions == h.imageSize)
             #expect(operation.finalResult?.originalDimensions == h.imageSize)
             #expect(h.server.requestLog.count == 1)
-            #expect(h.pipeline.diskCache?.entry(for: "I")?.complete?.data == h.image)
+            #expect(isSameBytes(h.pipeline.diskCache?.entry(for: "I")?.complete?.data, h.image))
             #expect(h.pipeline.memoryCache.entry(for: "I")?.complete?.dimensions == h.imageSize)
             #expect(try await eventually { stored.count == 1 } && stored.all.first?.wasManuallyStored == false)
         }
@@ -232,7 +232,7 @@ struct FetchOperationTests {
             #expect(operation.metrics?.wasCancelled == true && operation.metrics?.info(for: .network)?.wasCancelled == true)
             #expect(operation.metrics?.info(for: .network)?.result == .neverCompleted)
             let kept = try #require(h.pipeline.memoryCache.entry(for: "I")?.partial)
-            #expect(h.pipeline.diskCache?.entry(for: "I")?.partial?.data == kept.data)
+            #expect(isSameBytes(h.pipeline.diskCache?.entry(for: "I")?.partial?.data, kept.data))
 
             let (resumed, resumedOperation) = await h.fetch(h.request())
             #expect(resumed.attempts == [.memoryCache, .networkResumed])
@@ -245,7 +245,7 @@ struct FetchOperationTests {
             #expect(resumedOperation.metrics?.info(for: .networkResumed)?.networkImageSizeInBytes == h.image.count)
             try await h.server.waitForCompletedRequests(count: 2)
             #expect(h.server.requestLog.last?.range == "bytes=\(kept.data.count)-")
-            #expect(h.pipeline.diskCache?.entry(for: "I")?.complete?.data == h.image)
+            #expect(isSameBytes(h.pipeline.diskCache?.entry(for: "I")?.complete?.data, h.image))
             #expect(h.pipeline.diskCache?.entry(for: "I")?.partial == nil)
 
             // Scenario 22: the same from disk.
@@ -306,7 +306,7 @@ struct FetchOperationTests {
             let other = try ImagePipeline(identifier: h.pipeline.identifier + "-2", configuration: h.configuration, cacheRoot: h.root)
             let (delegate, _) = await h.fetch(h.request(), in: other)
             #expect(delegate.events.last == .final(.diskCache))
-            #expect(other.diskCache?.entry(for: "I")?.complete?.data == h.image)
+            #expect(isSameBytes(other.diskCache?.entry(for: "I")?.complete?.data, h.image))
             #expect(h.server.requestLog.count == 1)
             h.server.setAsset(h.image, at: "/b.jpg", contentType: "image/jpeg")
             let (elsewhere, _) = await h.fetch(h.request("/b.jpg", identifier: "I2"), in: other)

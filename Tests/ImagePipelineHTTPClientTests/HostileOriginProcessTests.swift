@@ -6,7 +6,7 @@ import TestSupport
 
 /// The bounds a hostile origin meets, shown on a real `sample-cli fetch` process: its peak memory is the
 /// kernel's figure, not an estimate.
-@Suite("A hostile origin against a real fetch process: bounded memory, no starved downloads", .serialized)
+@Suite("A hostile origin against a real fetch process: bounded memory, no starved downloads", .serialized, .timeLimit(.minutes(3)))
 struct HostileOriginProcessTests {
     static func withOrigin(_ body: (ImageOriginServer, URL) async throws -> Void) async throws {
         let server = try await ImageOriginServer.start(port: 0)
@@ -16,6 +16,39 @@ struct HostileOriginProcessTests {
         try await server.shutdown()
         try? FileManager.default.removeItem(at: root)
         if let failure { throw failure }
+    }
+
+    @Test("A partial left by one process and resumed by the next against a changed file: the new picture is stored, never a splice")
+    func resumeOfChangedFileAcrossProcesses() async throws {
+        try await Self.withOrigin { server, root in
+            let original = Fixtures.rocketJPEG
+            server.setAsset(original, at: "/a.jpg", contentType: "image/jpeg")
+            server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: "/a.jpg")   // the cancel lands mid-body
+            let url = server.url(for: "/a.jpg").absoluteString
+            let common = ["--cache-dir", root.path, "--pipeline", "splice", "--json"]
+            let first = try await SampleCLIBinary.run(["fetch", url, "--cancel-after-bytes", "30000"] + common)
+            #expect(first.jsonLines.first?["state"] as? String == "cancelled", "\(first.stdout)")
+
+            // The file changes on the server (same length, another picture, another ETag), and the server
+            // ignores If-Range: the next process's resume is answered with a range of the new file.
+            let changed = HostileOriginTests.paddedJPEG(Fixtures.image("skimage-astronaut-progressive.jpg"), to: original.count)
+            let changedSize = try CodecCatalogue.shared.decode(changed).properties.dimensions
+            server.setAsset(changed, at: "/a.jpg", contentType: "image/jpeg")
+            server.setFaults([.ignoreIfRange], for: "/a.jpg")
+            server.setShaping(nil, for: "/a.jpg")
+            let second = try await SampleCLIBinary.run(["fetch", url] + common)
+            let report = try #require(second.jsonLines.first, "\(second.stdout) \(second.stderr)")
+            #expect(report["source"] as? String == "network")
+            #expect(report["width"] as? Int == changedSize.width && report["height"] as? Int == changedSize.height)
+            let requests = server.requests(to: "/a.jpg")
+            #expect(requests.count == 3 && requests[1].range != nil && requests[2].range == nil)
+
+            // A third process reads it from disk: the new picture, whole.
+            let third = try await SampleCLIBinary.run(["fetch", url, "--sources", "disk"] + common)
+            #expect(third.jsonLines.first?["width"] as? Int == changedSize.width, "\(third.stdout)")
+            let inspected = try await SampleCLIBinary.run(["inspect", "splice", "--cache-dir", root.path, "--json"])
+            #expect(inspected.jsonLines.map { $0["complete"] as? Bool } == [true])
+        }
     }
 
     @Test("An endless body fails with responseTooLarge at the limit, and the process's memory stays bounded")

@@ -260,7 +260,7 @@ public final class DiskCache: @unchecked Sendable {
     }
 
     /// The row and bytes of `key`, or nil (absent, expired, or not matching its file: then deleted).
-    private func _locked_read(_ key: EntryKey, now: Date, touch: Bool = true) -> (Row, Data)? {
+    private func _locked_read(_ key: EntryKey, now: Date, touch: Bool = true, holdingWriteLock: Bool = false) -> (Row, Data)? {
         guard let row = _locked_unexpiredRow(key, now: now) else { return nil }
         let file: (data: Data, inode: UInt64)
         do {
@@ -268,6 +268,12 @@ public final class DiskCache: @unchecked Sendable {
         } catch {
             _locked_discardCorrupt(key, reason: "\(error)")
             return nil
+        }
+        if file.inode != row.inode, !holdingWriteLock {
+            // Another process may be between renaming its new file and recording it, which it does holding the
+            // index's write lock: look again holding the lock, so that only a mismatch no writer is about to
+            // mend (a crash, an outside hand) counts as corrupt.
+            return (try? index.holdingWriteLock { _locked_read(key, now: now, touch: touch, holdingWriteLock: true) }) ?? nil
         }
         guard file.inode == row.inode, file.data.count == row.bytes else {
             _locked_discardCorrupt(key, reason: file.inode != row.inode
@@ -294,21 +300,22 @@ public final class DiskCache: @unchecked Sendable {
         let name = fileName(key)
         let temporary = path("%write-\(UInt64.random(in: 0...UInt64.max))")
         let old = try? _locked_row(key)
+        var row = row
         do {
             try fileSystem.write(data, to: temporary)
-            try fileSystem.rename(temporary, to: path(name))
+            // The rename and the row under one hold of the write lock: another process reading this entry sees
+            // the old file with the old row or the new file with the new row (see `_locked_read`).
+            try index.holdingWriteLock {
+                try fileSystem.rename(temporary, to: path(name))
+                row.inode = fileSystem.inode(of: path(name)) ?? 0
+                // If this fails, the file is the new one but the index keeps the old row: the inode check
+                // catches it on read.
+                try index.upsert(row, key: key, file: name)
+            }
         } catch {
             fileSystem.remove(temporary)
-            pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier, error: error))
-            return false
-        }
-        var row = row
-        row.inode = fileSystem.inode(of: path(name)) ?? 0
-        do {
-            try index.upsert(row, key: key, file: name)
-        } catch {
-            // The file is the new one but the index kept the old row: the inode check will catch it on read.
-            pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier, error: error))
+            pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier,
+                                                      error: error as? DiskCacheError ?? .index("\(error)")))
             return false
         }
         pendingTouches[key] = nil

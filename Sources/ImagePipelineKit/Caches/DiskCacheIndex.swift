@@ -89,6 +89,13 @@ final class DiskCacheIndex {
         }
     }
 
+    /// Runs `body` holding the database's write lock (one transaction): another process's writes wait for it
+    /// (the busy timeout), so a write that renames its file and then records its row does both inside one
+    /// hold, and a reader holding the lock never sees one without the other.
+    func holdingWriteLock<T>(_ body: () throws -> T) throws -> T {
+        try database.transaction(body)
+    }
+
     /// Writes `row` for `key`, naming its file `file`, replacing any row the key had.
     func upsert(_ row: Row, key: Key, file: String) throws(DiskCacheError) {
         try database.run("""

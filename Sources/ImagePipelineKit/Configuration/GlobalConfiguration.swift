@@ -103,10 +103,11 @@ public final class GlobalConfiguration: Sendable {
     /// The most bytes of decoded pixels the fetches' decodes may hold at once, all pipelines on this
     /// configuration together (each decode also stays within its own ``DecodingLimits``). A decode that would
     /// pass it waits for others to finish, up to 30 seconds, then fails with
-    /// ``ImageCodecError/Limit/decodeMemoryBudget(_:)``; so does one larger than the whole budget.
+    /// ``ImageCodecError/Limit/decodeMemoryBudget(_:)``; so does one larger than the whole budget. As with the
+    /// cache limits, a negative value resets it to ``defaultMaxBytesForDecodesInFlight``.
     public var maxBytesForDecodesInFlight: Int {
         get { decodeMemoryBudget.capacity }
-        set { decodeMemoryBudget.capacity = max(newValue, 0) }
+        set { decodeMemoryBudget.capacity = newValue < 0 ? Self.defaultMaxBytesForDecodesInFlight : newValue }
     }
 
     /// The budget ``maxBytesForDecodesInFlight`` sets.

@@ -176,8 +176,11 @@ final class URLSessionDownloadRouter: NSObject, URLSessionDataDelegate, Sendable
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        // No back-pressure possible: libcurl has read on already.
-        download(for: dataTask)?.delivery.receive(data) { _ in }
+        // No back-pressure possible: libcurl has read on already. Data for a download that has ended (a limit
+        // hit while its cancel was on its way) cancels the task again: an endless body must not keep flowing
+        // into the session's queue.
+        guard let download = download(for: dataTask), !download.delivery.isStopped else { return dataTask.cancel() }
+        download.delivery.receive(data) { _ in }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
