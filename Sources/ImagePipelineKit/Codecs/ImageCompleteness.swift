@@ -1,7 +1,7 @@
 import Foundation
 
 /// Whether a file's bytes run to the end its format defines, judged on the structure alone (nothing is
-/// decoded).
+/// decoded, nothing copied: it runs on the download coordinator's queue, which every download shares).
 ///
 /// A response without `Content-Length` ends when the server closes the connection, so a connection cut
 /// halfway looks exactly like a finished one. The format then says whether the image is all there:
@@ -12,15 +12,15 @@ public enum ImageCompleteness: Sendable {
     /// format is not one of those above (or cannot say, as a bare JPEG XL codestream).
     public static func isComplete(_ data: Data) -> Bool? {
         let head = [UInt8](data.prefix(16))
-        if head.starts(with: [0xFF, 0xD8, 0xFF]) { return jpegIsComplete([UInt8](data)) }
-        if head.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return pngIsComplete([UInt8](data)) }
-        if head.starts(with: Array("GIF8".utf8)) { return gifIsComplete([UInt8](data)) }
+        if head.starts(with: [0xFF, 0xD8, 0xFF]) { return data.withUnsafeBytes { jpegIsComplete($0) } }
+        if head.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return data.withUnsafeBytes { pngIsComplete($0) } }
+        if head.starts(with: Array("GIF8".utf8)) { return data.withUnsafeBytes { gifIsComplete($0) } }
         if head.count >= 12, head.starts(with: Array("RIFF".utf8)), Array(head[8..<12]) == Array("WEBP".utf8) {
             let size = Int(head[4]) | Int(head[5]) << 8 | Int(head[6]) << 16 | Int(head[7]) << 24
             return data.count >= size + 8
         }
         if head.count >= 8, Array(head[4..<8]) == Array("ftyp".utf8) || isJPEGXLContainer(head) {
-            return boxesAreComplete([UInt8](data))
+            return data.withUnsafeBytes { boxesAreComplete($0) }
         }
         return nil
     }
@@ -29,7 +29,7 @@ public enum ImageCompleteness: Sendable {
 
     /// Walks the markers: segments carry their length, entropy-coded data runs until a marker that is neither
     /// a stuffed `FF 00` nor a restart; complete once the end-of-image marker is reached.
-    private static func jpegIsComplete(_ bytes: [UInt8]) -> Bool {
+    private static func jpegIsComplete(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var index = 2
         var inScan = false
         while index + 1 < bytes.count {
@@ -61,7 +61,7 @@ public enum ImageCompleteness: Sendable {
     // MARK: - PNG
 
     /// Walks the chunks (length, type, data, CRC) until `IEND` has all of its bytes.
-    private static func pngIsComplete(_ bytes: [UInt8]) -> Bool {
+    private static func pngIsComplete(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var index = 8
         while index + 8 <= bytes.count {
             let length = Int(bytes[index]) << 24 | Int(bytes[index + 1]) << 16 | Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
@@ -76,7 +76,7 @@ public enum ImageCompleteness: Sendable {
     // MARK: - GIF
 
     /// Walks the blocks (extensions and images, each a run of sub-blocks) until the trailer byte.
-    private static func gifIsComplete(_ bytes: [UInt8]) -> Bool {
+    private static func gifIsComplete(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard bytes.count >= 13 else { return false }
         var index = 13
         if bytes[10] & 0x80 != 0 { index += 3 << (Int(bytes[10] & 0x07) + 1) }     // global color table
@@ -102,7 +102,7 @@ public enum ImageCompleteness: Sendable {
     }
 
     /// The index after the zero-length block that ends the sub-blocks starting at `index`.
-    private static func endOfSubBlocks(_ bytes: [UInt8], from index: Int) -> Int? {
+    private static func endOfSubBlocks(_ bytes: UnsafeRawBufferPointer, from index: Int) -> Int? {
         var index = index
         while index < bytes.count {
             let size = Int(bytes[index])
@@ -119,7 +119,7 @@ public enum ImageCompleteness: Sendable {
     }
 
     /// Whether the top-level boxes tile the bytes exactly (a size of 0 means "to the end of the file").
-    private static func boxesAreComplete(_ bytes: [UInt8]) -> Bool {
+    private static func boxesAreComplete(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var index = 0
         while index < bytes.count {
             guard index + 8 <= bytes.count else { return false }
