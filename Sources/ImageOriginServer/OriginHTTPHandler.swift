@@ -21,6 +21,11 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The shaping tick.
     static let tick = TimeAmount.milliseconds(10)
 
+    /// What `bytesPerSecond` earns in one tick (at least a byte).
+    static func bytesPerTick(_ bytesPerSecond: Int) -> Int {
+        max(Int(Double(bytesPerSecond) * Double(tick.nanoseconds) / 1e9), 1)
+    }
+
     /// The response in progress on this connection. Event-loop confined, like its handler.
     private final class Exchange {
         let sequence: Int
@@ -241,7 +246,10 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
                 exchange.credit = min(exchange.credit + Double(rate) * elapsed, max(Double(rate) / 10, 1))
                 exchange.refilledAt = now
                 let allowed = Int(exchange.credit)
-                guard allowed >= 1 else {
+                // Wait for a tick's worth of credit (or the rest of the body) rather than dribbling out the few
+                // bytes earned while this loop ran: a shaped body goes out in tick-sized chunks, not in
+                // thousands of tiny ones that cost the client a callback each.
+                guard allowed >= min(count, Self.bytesPerTick(rate)) else {
                     context.flush()
                     _eventLoop_scheduleTick(exchange, context: context)
                     return false

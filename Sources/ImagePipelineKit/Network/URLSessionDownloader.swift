@@ -14,7 +14,9 @@ import PipelineLocking
 ///
 /// Linux limits worth knowing:
 /// - Back-pressure stops at this downloader: libcurl reads on while the delegate works, so chunks wait in
-///   memory until delivered. ``DownloadLimits/maxResponseBytes`` still bounds how much.
+///   memory until delivered. ``DownloadLimits/maxResponseBytes`` ends the download, but a server that floods a
+///   body in chunks of a few bytes queues one callback per chunk faster than they run, and the cancel can be
+///   lost behind them: use `HTTPClientDownloader` against servers you do not trust.
 /// - The connection is invisible here, so ``DownloadLimits/connectTimeout`` bounds the wait for the response
 ///   head.
 /// - ``ImageDownloadTask/priority`` sets `URLSessionTask.priority` (0...1, see
