@@ -16,6 +16,13 @@ public protocol CacheFileSystem: Sendable {
     func inode(of path: String) -> UInt64?
     func createDirectory(_ path: String) throws(DiskCacheError)
     func contentsOfDirectory(_ path: String) -> [String]
+    /// When `path` was last modified; `nil` when unknown (then the sweep leaves a stray write file alone).
+    func modificationDate(of path: String) -> Date?
+}
+
+extension CacheFileSystem {
+    /// Unknown by default: a file system that cannot tell never has another process's write removed.
+    public func modificationDate(of path: String) -> Date? { nil }
 }
 
 /// Plain POSIX calls, with short writes and errors checked.
@@ -95,5 +102,11 @@ public struct POSIXCacheFileSystem: CacheFileSystem {
 
     public func contentsOfDirectory(_ path: String) -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    }
+
+    public func modificationDate(of path: String) -> Date? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
     }
 }

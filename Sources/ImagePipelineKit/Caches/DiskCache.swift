@@ -114,6 +114,9 @@ public final class DiskCache: @unchecked Sendable {
 
     /// Files in the directory that are not entries: the index (`%index.sqlite*`) and rendition tables
     /// (`%renditions-*`). Entry file names never start so: their `%` is always followed by two hex digits.
+    /// A file being written, renamed to its entry's name once complete.
+    static let writeFileNamePrefix = "%write-"
+
     static func isReservedFileName(_ name: String) -> Bool {
         name.hasPrefix("%index.sqlite") || name.hasPrefix(RenditionTables.fileNamePrefix)
     }
@@ -298,7 +301,7 @@ public final class DiskCache: @unchecked Sendable {
             return false
         }
         let name = fileName(key)
-        let temporary = path("%write-\(UInt64.random(in: 0...UInt64.max))")
+        let temporary = path(Self.writeFileNamePrefix + "\(UInt64.random(in: 0...UInt64.max))")
         let old = try? _locked_row(key)
         var row = row
         do {

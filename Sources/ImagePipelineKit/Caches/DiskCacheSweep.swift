@@ -4,8 +4,15 @@ import Foundation
 /// or was replaced, or that are partials no larger than their complete image; then files no row names
 /// (leftovers of writes a crash interrupted, or strays). It works in batches, taking the disk lock for one
 /// batch at a time, so a large cache stays usable while it runs; the directory is listed outside the lock.
+///
+/// Other processes may use the same directory: each batch also holds the index's write lock, under which a
+/// writer renames its file and records its row, so a file renamed a moment ago is never taken for a stray nor
+/// its row for a stale one; and a write file (not yet renamed) is left alone unless it is old enough to be a
+/// crash's leftover rather than a write in progress.
 private struct DiskCacheSweep: Sendable {
     static let batchSize = 256
+    /// A write file older than this is a leftover: no write takes anywhere near as long.
+    static let abandonedWriteAge: TimeInterval = 600
     weak var cache: DiskCache?
     let pool: DiskCachePool
     let fileSystem: any CacheFileSystem
@@ -14,17 +21,28 @@ private struct DiskCacheSweep: Sendable {
     func run(now: Date = Date()) {
         var after: Int64 = 0
         // nil: no rows left, or the cache was released.
-        while let last = pool.withLock({ cache?._locked_removeFalseEntries(afterRow: after, limit: Self.batchSize, now: now) }) {
+        while let last = pool.withLock({ () -> Int64? in
+            guard let cache else { return nil }
+            return try? cache.index.holdingWriteLock {
+                cache._locked_removeFalseEntries(afterRow: after, limit: Self.batchSize, now: now)
+            }
+        }) {
             after = last
         }
-        let names = fileSystem.contentsOfDirectory(directory).filter { !DiskCache.isReservedFileName($0) }
+        let names = fileSystem.contentsOfDirectory(directory).filter { name in
+            guard name.hasPrefix(DiskCache.writeFileNamePrefix) else { return !DiskCache.isReservedFileName(name) }
+            let modified = fileSystem.modificationDate(of: directory + "/" + name)
+            return modified.map { now.timeIntervalSince($0) > Self.abandonedWriteAge } ?? false
+        }
         var start = 0
         while start < names.count {
             let batch = names[start..<min(start + Self.batchSize, names.count)]
             let stillOpen = pool.withLock { () -> Bool in
                 guard let cache else { return false }
-                for name in batch where !cache._locked_indexNames(name) {
-                    fileSystem.remove(directory + "/" + name)
+                try? cache.index.holdingWriteLock {
+                    for name in batch where !cache._locked_indexNames(name) {
+                        fileSystem.remove(directory + "/" + name)
+                    }
                 }
                 return true
             }

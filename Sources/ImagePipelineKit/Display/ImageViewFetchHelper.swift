@@ -6,7 +6,7 @@ import Foundation
 /// Give it a source (an image, a URL or a request): it fetches at the view's size and shows the preview, scans
 /// and final image as they come; on the delegate queue a rendered-cache hit shows before ``load(_:)`` returns.
 /// Tell it when the view disappears and reappears; it applies ``disappearanceBehavior``. When the pipeline
-/// stores the image it is waiting for (another fetch, a store), it reloads.
+/// stores the image an on-screen view is waiting for (another fetch, a store), it reloads.
 ///
 /// Use it on the delegate queue only (``GlobalConfiguration/delegateQueue``), as a view on the main thread.
 public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
@@ -207,7 +207,8 @@ public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
 
     /// The pipeline stored an image with the identifier this helper watches (called by `announceStore`).
     func delegateQueue_imageWasStored(_ info: StoredImageInfo) {
-        guard !isLoading, let request, info.identifier == request.resolvedIdentifier else { return }
+        // An off-screen view loads nothing: `viewWillAppear` reloads what it needs when it comes back.
+        guard !isLoading, isVisible, let request, info.identifier == request.resolvedIdentifier else { return }
         let viewIsEmpty = view?.displayedImage == nil
         let upgradesPlaceholder = isShowingPlaceholder && !info.isPlaceholder
         guard (viewIsEmpty && info.url == request.url) || upgradesPlaceholder else { return }
