@@ -26,8 +26,12 @@ struct ScrollCommand: AsyncParsableCommand {
     @Option(help: "The scroll: fling (fast, decelerating), steady (constant speed) or back-and-forth (revisits cells).")
     var script: ScrollScript = .backAndForth
 
-    @Option(help: "Rows visible on screen.")
-    var rows = 4
+    @Option(help: "The pictures: photos (a social feed: 1200-2048 px progressive JPEGs, made once from the bundled pictures and kept in out/feed, mixed with PNG, WebP and GIF cells) or small (the bundled pictures as they are, at most 1000 px).")
+    var feed: FeedChoice = .photos
+
+    @Option(name: .customLong("rows"), help: "Rows visible on screen (default: 6 for the photo feed, a phone's screen; 4 for small).")
+    var rowsOption: Int?
+    var rows: Int { rowsOption ?? (feed == .photos ? 6 : 4) }
 
     @Option(help: "Cells per row.")
     var columns = 3
@@ -35,8 +39,16 @@ struct ScrollCommand: AsyncParsableCommand {
     @Option(help: "Cells in the whole grid.")
     var items = 300
 
-    @Option(help: "Cell size in pixels (the target size of each fetch).")
-    var cellSize = 128
+    @Option(name: .customLong("cell-size"),
+            help: "Cell size in pixels, the target size of each fetch (default: 390 for the photo feed, a third of a 390-point phone screen at 3x; 128 for small).")
+    var cellSizeOption: Int?
+    var cellSize: Int { cellSizeOption ?? (feed == .photos ? 390 : 128) }
+
+    @Option(help: "Screens ahead of the scroll to prefetch at low priority with an ImagePrefetcher (pipeline runs only); 0 turns prefetching off.")
+    var prefetchScreens = 1
+
+    @Option(help: ArgumentHelp("Downloads the pipeline runs at once (default: the library's, 4).", valueName: "N"))
+    var maxDownloads: Int?
 
     @Option(help: "Frames per second: 60 or 120.")
     var fps = 60
@@ -75,9 +87,11 @@ struct ScrollCommand: AsyncParsableCommand {
                                valueName: "MiB"))
     var renderedCacheMb: Int?
 
-    @Option(help: ArgumentHelp("Slots of the pipeline's rendition table at the cell size: decoded cells kept on disk, memory-mapped, so a cell shown before needs no decode, in this run or the next (each slot takes cell-size² × 4 bytes once written); 0 turns it off.",
+    @Option(name: .customLong("rendition-table-slots"),
+            help: ArgumentHelp("Slots of the pipeline's rendition table at the cell size: decoded cells kept on disk, memory-mapped, so a cell shown before needs no decode, in this run or the next (each slot takes cell-size² × 4 bytes once written); 0 turns it off. Default: 512, fewer for cells so large that 512 would pass 64 MiB.",
                                valueName: "SLOTS"))
-    var renditionTableSlots = 512
+    var renditionTableSlotsOption: Int?
+    var renditionTableSlots: Int { renditionTableSlotsOption ?? min(512, max(16, (64 << 20) / (cellSize * cellSize * 4))) }
 
     @Flag(help: "No live progress line.")
     var quiet = false
@@ -97,6 +111,8 @@ struct ScrollCommand: AsyncParsableCommand {
             throw ValidationError("--timeline writes PNG or SVG: give a .png or .svg file")
         }
         if warm != .cold, compare { throw ValidationError("--warm and --compare do not go together") }
+        guard (0...10).contains(prefetchScreens) else { throw ValidationError("--prefetch-screens must be between 0 and 10") }
+        if let maxDownloads, !(1...64).contains(maxDownloads) { throw ValidationError("--max-downloads must be between 1 and 64") }
     }
 
     @Option(help: ArgumentHelp("Load the cells' images from these URLs (a file, one per line, used in turn) instead of the embedded origin.",
@@ -110,7 +126,7 @@ struct ScrollCommand: AsyncParsableCommand {
         if let origin {
             return try await runAgainstExternalOrigin(listedIn: origin)
         }
-        let bundled = try ScrollAssets.bundled()
+        let bundled = try feed == .photos ? ScrollAssets.feed(cachedIn: "out/feed") : ScrollAssets.bundled()
         let server = try await ScrollOrigin.start(items: items, assets: bundled, shaping: network.shaping)
         var reports: [(name: String, report: ScrollReport, outcome: ScrollSimulation.Outcome)] = []
         if compare {
@@ -205,11 +221,13 @@ struct ScrollCommand: AsyncParsableCommand {
         let mainQueue = DispatchQueue(label: "sample-cli.scroll.main", qos: .userInteractive)
         DelegateQueueDiagnostics.measuresWork = true
         configuration.delegateQueue = mainQueue
-        let imageDownloader: any ImageDownloader = switch downloader {
+        // Conventional loading goes through the platform's client, as an app without a pipeline does.
+        let imageDownloader: any ImageDownloader = switch (conventional ? .urlsession : downloader) {
         case .urlsession: URLSessionDownloader()
         case .httpclient: HTTPClientDownloader()
         }
         configuration.imageDownloader = imageDownloader
+        if let maxDownloads { configuration.maxConcurrentImagePipelineDownloadCount = maxDownloads }
         if let renderedCacheMb { configuration.maxBytesForAllRenderedCaches = renderedCacheMb << 20 }
         let identifier = conventional ? "scroll-conventional" : "scroll"
         let layout = GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize)
@@ -247,7 +265,12 @@ struct ScrollCommand: AsyncParsableCommand {
         let simulation = ScrollSimulation(
             pipeline: pipeline, queue: mainQueue, urls: urls, formats: formats,
             layout: layout, script: script, fps: fps, seconds: seconds, disappearance: disappearance.behavior, quiet: quiet)
-        if conventional { simulation.conventionalDownloader = imageDownloader }
+        if conventional {
+            simulation.conventionalDownloader = imageDownloader
+        } else if prefetchScreens > 0 {
+            simulation.prefetcher = ImagePrefetcher(pipeline: pipeline)
+            simulation.prefetchScreens = prefetchScreens
+        }
         let outcome = await simulation.run()
         // Downloads still winding down after the last frame (cancelled ones) are counted when the log has them.
         try? await Task.sleep(for: .milliseconds(200))
@@ -271,6 +294,8 @@ struct ScrollCommand: AsyncParsableCommand {
         ]
         report.peakResidentBytes = ScrollReport.peakResidentBytes()
         report.sharedDownloads = configuration.downloadCoordinator.sharedLoadCount
+        report.prefetchesCompleted = simulation.prefetcher?.completedCount ?? 0
+        simulation.prefetcher?.stopPrefetching()
         try await (imageDownloader as? HTTPClientDownloader)?.shutdown()
         return (report, outcome)
     }
@@ -289,6 +314,11 @@ extension ScrollCommand {
             throw ValidationError("\(error)")
         }
     }
+}
+
+/// `--feed`.
+enum FeedChoice: String, ExpressibleByArgument, CaseIterable {
+    case photos, small
 }
 
 /// `--warm`.
@@ -335,70 +365,6 @@ enum DisappearanceChoice: String, ExpressibleByArgument, CaseIterable {
         case .cancel: .cancelImageFetch
         case .lower: .lowerImageFetchPriority
         case .unload: .unload
-        }
-    }
-}
-
-/// The images a scroll serves, each under one URL per cell that shows it.
-struct ScrollAssets: Sendable {
-    struct Asset: Sendable {
-        var name: String
-        var data: Data
-        var format: String
-    }
-
-    let assets: [Asset]
-
-    /// The bundled images: baseline and progressive JPEG, PNG, WebP, animated GIF.
-    static func bundled() throws -> ScrollAssets {
-        let names = ["skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-camera.png",
-                     "skimage-chelsea.webp", "fire.gif", "skimage-hubble_deep_field.jpg", "skimage-chelsea.png",
-                     "welcome2.gif"]
-        return ScrollAssets(assets: try names.map { name in
-            Asset(name: name, data: try read(name), format: format(of: name))
-        })
-    }
-
-    /// The bundled photos re-encoded by our JPEG encoder at quality 85, all progressive or all baseline: the
-    /// same pictures either way, for `--compare`'s progressive-versus-baseline run.
-    static func jpegs(progressive: Bool) throws -> ScrollAssets {
-        let sources = ["skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-hubble_deep_field.jpg",
-                       "skimage-camera.png", "skimage-chelsea.png"]
-        return ScrollAssets(assets: try sources.map { name in
-            let image = try CodecCatalogue.shared.decode(try read(name)).container
-            let data = try CodecCatalogue.shared.encode(image, as: .jpeg, options: progressive ? [.progressive] : [], quality: 0.85)
-            return Asset(name: (name as NSString).deletingPathExtension + ".jpg", data: data,
-                         format: progressive ? "progressive-jpeg" : "jpeg")
-        })
-    }
-
-    private static func read(_ name: String) throws -> Data {
-        guard let path = FetchBench.bundledImagePath(name) else { throw ValidationError("bundled image \(name) not found") }
-        return try Data(contentsOf: URL(fileURLWithPath: path))
-    }
-
-    func serve(on server: ImageOriginServer, items: Int) {
-        // One validator per picture, not one hash of its bytes per cell: hashing for every cell made setting up
-        // a long scroll slow.
-        let tags = assets.enumerated().map { index, asset in "\"picture-\(index)-\(asset.data.count)\"" }
-        for item in 0..<items {
-            server.setAsset(assets[item % assets.count].data, at: path(item: item), contentType: "application/octet-stream",
-                            etag: tags[item % assets.count])
-        }
-    }
-
-    func path(item: Int) -> String { "/cells/\(item)/\(assets[item % assets.count].name)" }
-
-    func formats(items: Int) -> [String] { (0..<items).map { assets[$0 % assets.count].format } }
-
-    static func format(of name: String) -> String {
-        if name.contains("progressive") { return "progressive-jpeg" }
-        switch (name as NSString).pathExtension {
-        case "jpg": return "jpeg"
-        case "png": return "png"
-        case "gif": return "gif"
-        case "webp": return "webp"
-        default: return "other"
         }
     }
 }

@@ -68,6 +68,8 @@ struct ScrollReport {
     var peakResidentBytes = 0
     /// Fetches that joined a download already under way (the coordinator's count).
     var sharedDownloads = 0
+    /// Prefetches that ended with an image (`--prefetch-screens`).
+    var prefetchesCompleted = 0
 
     func table() -> String {
         var lines: [String] = []
@@ -95,6 +97,7 @@ struct ScrollReport {
             + (scrolledOffWhileLoading > 0 ? String(format: " (%.0f%%)", 100 * Double(cancelledBeforeDecode) / Double(scrolledOffWhileLoading)) : "")
             + "; \(decodeStopped) more stopped mid-decode")
         row("fetches that joined a running download", "\(sharedDownloads)")
+        row("prefetches completed", "\(prefetchesCompleted)")
         row("requests / bytes transferred", requests < 0 ? "unknown (external origin)" : "\(requests) / \(bytesTransferred)")
         row("cache totals", "rendered \(cacheTotals["renderedBytes"] ?? 0) B (limit \(cacheTotals["renderedLimitBytes"] ?? 0)), memory \(cacheTotals["memoryBytes"] ?? 0) B, disk \(cacheTotals["diskBytes"] ?? 0) B")
         row("peak resident memory", "\(peakResidentBytes >> 20) MiB")
@@ -121,6 +124,7 @@ struct ScrollReport {
         row("first pixels p50 / p95") { latency($0.allFirstPixels) }
         row("  first visits only") { latency($0.firstVisitFirstPixels) }
         row("final image p50 / p95") { latency($0.allFinals) }
+        row("prefetches completed") { "\($0.prefetchesCompleted)" }
         row("requests") { "\($0.requests)" }
         row("bytes transferred") { "\($0.bytesTransferred)" }
         row("decode/scale/disk on main") { "\($0.delegateQueueViolations)" }
@@ -145,6 +149,7 @@ struct ScrollReport {
             "scrolledOffWhileLoading": scrolledOffWhileLoading, "cancelledBeforeDecode": cancelledBeforeDecode, "decodeStoppedMidway": decodeStopped,
             "bytesTransferred": bytesTransferred, "cacheTotals": cacheTotals, "peakResidentBytes": peakResidentBytes,
             "cellsVisited": cells, "mainQueueViolations": delegateQueueViolations, "sharedDownloads": sharedDownloads,
+            "prefetchesCompleted": prefetchesCompleted,
         ]
         return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
     }

@@ -131,6 +131,15 @@ final class ScrollSimulation: @unchecked Sendable {
     let quiet: Bool
     /// Set for `scroll --compare`'s conventional run: cells load with this downloader, without the pipeline.
     var conventionalDownloader: (any ImageDownloader)?
+    /// Prefetches the next `prefetchScreens` screens in the scroll's direction (pipeline runs only).
+    var prefetcher: ImagePrefetcher?
+    var prefetchScreens = 1
+    /// The items the prefetch window holds now, and the scroll's last direction (+1 down, -1 up).
+    private var prefetchWindow: Set<Int> = []
+    private var direction = 1.0
+    private var lastPrefetchOffset = 0.0
+    /// Whether the progress line may rewrite itself (a terminal); otherwise one line a second.
+    private let progressRewritesLine = isatty(STDERR_FILENO) != 0
     private let stats = ScrollStats()
     private var cells: [Int: ScrollCell] = [:]
     private var visible: Set<Int> = []
@@ -208,6 +217,11 @@ final class ScrollSimulation: @unchecked Sendable {
         for item in visible.subtracting(nowVisible) { disappear(item) }
         for item in nowVisible.subtracting(visible).sorted() { appear(item) }
         visible = nowVisible
+        if offset != lastPrefetchOffset {
+            direction = offset > lastPrefetchOffset ? 1 : -1
+            lastPrefetchOffset = offset
+        }
+        movePrefetchWindow(offset: offset)
         let showing = visible.filter { cells[$0]?.displayedImage != nil }.count
         stats.coverage.append(visible.isEmpty ? 1 : Double(showing) / Double(visible.count))
         let ended = ContinuousClock.now
@@ -222,10 +236,37 @@ final class ScrollSimulation: @unchecked Sendable {
         if latency > budget { stats.dropped += 1 }
         stats.imagesCompletedPerFrame.append(stats.finalSources.values.reduce(0, +))
         if !quiet, frame % fps == 0 {
-            let line = String(format: "\rframe %5d  offset %7.0f px  visible %2d  showing %2d  images %4d  dropped %d",
+            let line = String(format: "frame %5d  offset %7.0f px  visible %2d  showing %2d  images %4d  dropped %d",
                               frame, offset, visible.count, showing, stats.finalSources.values.reduce(0, +), stats.dropped)
-            FileHandle.standardError.write(Data(line.utf8))
+            // On a terminal the line rewrites itself; in a log, one line a second.
+            FileHandle.standardError.write(Data((progressRewritesLine ? "\r" + line : line + "\n").utf8))
         }
+    }
+
+    /// The screens ahead of the scroll, in its direction: their cells are prefetched at low priority; cells the
+    /// window left (and that did not come on screen) have their prefetch stopped.
+    // Runs on the main queue.
+    private func movePrefetchWindow(offset: Double) {
+        guard let prefetcher else { return }
+        let screen = Double(layout.rows * layout.cellSize)
+        var window: [Int] = []
+        for ahead in 1...prefetchScreens {
+            let at = min(max(0, offset + direction * screen * Double(ahead)), layout.maxOffset)
+            window += layout.visibleItems(at: at).filter { !visible.contains($0) && !window.contains($0) }
+        }
+        let windowSet = Set(window)
+        let left = prefetchWindow.subtracting(windowSet).subtracting(visible)
+        if !left.isEmpty { prefetcher.stopPrefetching(with: left.map(prefetchRequest)) }
+        let entering = window.filter { !prefetchWindow.contains($0) && cells[$0]?.displayedImage == nil }
+        if !entering.isEmpty { prefetcher.startPrefetching(with: entering.map(prefetchRequest)) }
+        prefetchWindow = windowSet
+    }
+
+    /// The request a cell's helper makes for `item`: the same URL and rendition, so the prefetch fills what the
+    /// cell will ask for.
+    private func prefetchRequest(_ item: Int) -> any FetchRequest {
+        GenericFetchRequest(url: urls[item], targetSizing: TargetSizing(
+            dimensions: PixelSize(width: layout.cellSize, height: layout.cellSize), contentMode: .fill))
     }
 
     /// Scroll offset in pixels at `time` seconds.
@@ -308,7 +349,7 @@ final class ScrollSimulation: @unchecked Sendable {
 
     // Runs on the main queue.
     private func report(frameCount: Int, budget: Duration) -> ScrollReport {
-        if !quiet { FileHandle.standardError.write(Data("\n".utf8)) }
+        if !quiet, progressRewritesLine { FileHandle.standardError.write(Data("\n".utf8)) }
         return ScrollReport(
             frames: frameCount, fps: fps, budgetMs: budget.milliseconds, dropped: stats.dropped,
             mainThreadP50Ms: percentile(stats.mainThreadWork, 0.5), mainThreadP99Ms: percentile(stats.mainThreadWork, 0.99),
