@@ -40,7 +40,9 @@ struct ScrollAssets: Sendable {
     /// bundled PNG, WebP and GIF cells between them. The photos are made from the bundled pictures by our own
     /// scaler and encoder, with a fine deterministic grain (an enlarged picture is smoother than a camera's,
     /// and would compress to a fraction of a real photo's bytes), once, and kept in `directory`.
-    static func feed(cachedIn directory: String) throws -> ScrollAssets {
+    /// With `photosOnly`, the photos alone, progressive or baseline (the same pictures and quality), for
+    /// `--compare`'s progressive-versus-baseline run.
+    static func feed(cachedIn directory: String, photosOnly: Bool = false, progressive: Bool = true) throws -> ScrollAssets {
         let photos: [(source: String, size: PixelSize)] = [
             ("skimage-hubble_deep_field.jpg", PixelSize(width: 2048, height: 1786)),
             ("skimage-rocket.jpg", PixelSize(width: 1200, height: 1800)),
@@ -53,16 +55,19 @@ struct ScrollAssets: Sendable {
         var assets: [Asset] = []
         for (index, photo) in photos.enumerated() {
             let stem = (photo.source as NSString).deletingPathExtension
-            let name = "feed-\(Self.feedVersion)-\(index)-\(stem)-\(photo.size.width)x\(photo.size.height).jpg"
+            let name = "feed-\(Self.feedVersion)-\(index)-\(stem)-\(photo.size.width)x\(photo.size.height)"
+                + (progressive ? ".jpg" : "-baseline.jpg")
             let path = (directory as NSString).appendingPathComponent(name)
             let data: Data
             if let kept = FileManager.default.contents(atPath: path) {
                 data = kept
             } else {
-                data = try makeFeedPhoto(from: try read(photo.source), size: photo.size, seed: UInt32(index + 1))
+                data = try makeFeedPhoto(from: try read(photo.source), size: photo.size, seed: UInt32(index + 1),
+                                         progressive: progressive)
                 try data.write(to: URL(fileURLWithPath: path), options: .atomic)
             }
-            assets.append(Asset(name: name, data: data, format: "progressive-jpeg"))
+            assets.append(Asset(name: name, data: data, format: progressive ? "progressive-jpeg" : "jpeg"))
+            if photosOnly { continue }
             // Every other photo, one of the small cells a feed mixes in (stickers, screenshots, animations).
             let others = ["skimage-chelsea.webp", "fire.gif", "skimage-camera.png"]
             if index % 2 == 1 {
@@ -76,7 +81,7 @@ struct ScrollAssets: Sendable {
     /// Bumped when the feed's photos change, so that kept ones are made again.
     private static let feedVersion = 2
 
-    private static func makeFeedPhoto(from source: Data, size: PixelSize, seed: UInt32) throws -> Data {
+    private static func makeFeedPhoto(from source: Data, size: PixelSize, seed: UInt32, progressive: Bool) throws -> Data {
         let picture = try CodecCatalogue.shared.decode(source).container.bitmap.scaled(to: size)
         var state = seed &* 2_654_435_761
         let grained = try picture.withUnsafeBytes { pixels in
@@ -96,8 +101,8 @@ struct ScrollAssets: Sendable {
                 }
             }
         }
-        return try CodecCatalogue.shared.encode(ImageContainer(bitmap: grained), as: .jpeg, options: [.progressive],
-                                                quality: 0.8)
+        return try CodecCatalogue.shared.encode(ImageContainer(bitmap: grained), as: .jpeg,
+                                                options: progressive ? [.progressive] : [], quality: 0.8)
     }
 
     private static func read(_ name: String) throws -> Data {

@@ -11,19 +11,21 @@ struct ScrollCommand: AsyncParsableCommand {
         commandName: "scroll",
         abstract: "Simulate a scrolling grid of image views, frame by frame, and report what the pipeline did.",
         discussion: """
-            An embedded loopback origin serves the bundled images (baseline and progressive JPEG, PNG, GIF, \
-            WebP) under a URL per cell, shaped by --network. A grid of --columns cells per row, --rows rows \
+            An embedded loopback origin serves the --feed pictures (by default a photo feed of progressive \
+            JPEGs with PNG, WebP and GIF cells) under a URL per cell, over the simulated link of --network \
+            (one downlink shared by every response, with round trips). A grid of --columns cells per row, --rows rows \
             on screen, scrolls by --script at --fps for --seconds. Each visible cell is an ImageDisplaying view \
             driven by an ImageViewFetchHelper, fetching at the cell size through a pipeline with a disk cache; \
             cells that leave the screen cancel or lower their fetch (--disappearance). The frame loop runs on \
             the delegate queue, like a UI's main thread. Main-thread work per frame is the CPU time spent on \
-            that queue since the last frame (the frame's own and every callback); frame latency runs from the \
+            that queue since the last frame (the frame's own and every callback); the next --prefetch-screens \
+            screens in the scroll's direction are prefetched at low priority; frame latency runs from the \
             vsync posting a frame to its end, waits included, and a frame over the budget is dropped. The run \
             checks that nothing decoded, scaled or touched the disk on that queue, and exits 1 if something did.
             """
     )
 
-    @Option(help: "The scroll: fling (fast, decelerating), steady (constant speed) or back-and-forth (revisits cells).")
+    @Option(help: "The scroll: fling (fast, decelerating), steady (constant speed), back-and-forth (revisits cells) or browse (a screen at a time with 2 s pauses, as a feed is read; three down, one back).")
     var script: ScrollScript = .backAndForth
 
     @Option(help: "The pictures: photos (a social feed: 1200-2048 px progressive JPEGs, made once from the bundled pictures and kept in out/feed, mixed with PNG, WebP and GIF cells) or small (the bundled pictures as they are, at most 1000 px).")
@@ -56,8 +58,11 @@ struct ScrollCommand: AsyncParsableCommand {
     @Option(help: "Length of the run in seconds.")
     var seconds = 8.0
 
-    @Option(help: "The origin's network profile: loopback, wifi, lte or 3g.")
+    @Option(help: "The simulated network between the app and the origin: loopback (none), wifi, lte, slow4g or 3g; see --link-model. The profiles are published browser throttling presets (docs/network-model.md).")
     var network: NetworkProfile = .wifi
+
+    @Option(help: "How the profile applies: shared (one downlink shared by every response in flight, a round trip before each response and two more per new connection, as on a phone) or per-response (each response gets the profile's bandwidth on its own, with no connection cost).")
+    var linkModel: LinkModel = .shared
 
     @Option(help: "What a cell does with its fetch when it scrolls off: none, cancel, lower, unload.")
     var disappearance: DisappearanceChoice = .unload
@@ -127,7 +132,7 @@ struct ScrollCommand: AsyncParsableCommand {
             return try await runAgainstExternalOrigin(listedIn: origin)
         }
         let bundled = try feed == .photos ? ScrollAssets.feed(cachedIn: "out/feed") : ScrollAssets.bundled()
-        let server = try await ScrollOrigin.start(items: items, assets: bundled, shaping: network.shaping)
+        let server = try await ScrollOrigin.start(items: items, assets: bundled, network: network, model: linkModel)
         var reports: [(name: String, report: ScrollReport, outcome: ScrollSimulation.Outcome)] = []
         if compare {
             let conventional = try await simulate(on: server, assets: bundled, conventional: true)
@@ -141,8 +146,10 @@ struct ScrollCommand: AsyncParsableCommand {
             print(ScrollReport.sideBySide(reports.map { ($0.name, $0.report) }))
             // TIP's claim: progressive JPEGs become visible sooner on slow links. The same pictures both ways.
             for progressive in [false, true] {
-                let assets = try ScrollAssets.jpegs(progressive: progressive)
-                let origin = try await ScrollOrigin.start(items: items, assets: assets, shaping: network.shaping)
+                let assets = try feed == .photos
+                    ? ScrollAssets.feed(cachedIn: "out/feed", photosOnly: true, progressive: progressive)
+                    : ScrollAssets.jpegs(progressive: progressive)
+                let origin = try await ScrollOrigin.start(items: items, assets: assets, network: network, model: linkModel)
                 let run = try await simulate(on: origin, assets: assets, conventional: false)
                 try await origin.shutdown()
                 reports.append((progressive ? "progressive JPEG" : "baseline JPEG", run.0, run.1))
@@ -328,31 +335,49 @@ enum WarmCaches: String, ExpressibleByArgument, CaseIterable {
 
 /// The embedded origin of `sample-cli scroll`.
 enum ScrollOrigin {
-    static func start(items: Int, assets: ScrollAssets, shaping: OriginShaping) async throws -> ImageOriginServer {
+    static func start(items: Int, assets: ScrollAssets, network: NetworkProfile,
+                      model: LinkModel) async throws -> ImageOriginServer {
         let server = try await ImageOriginServer.start(port: 0)
         assets.serve(on: server, items: items)
-        server.setShaping(shaping)
+        switch model {
+        case .shared: server.setLink(network.link)
+        case .perResponse: server.setShaping(network.perResponseShaping)
+        }
         return server
     }
 }
 
 /// `--script`.
 enum ScrollScript: String, ExpressibleByArgument, CaseIterable {
-    case fling, steady, backAndForth = "back-and-forth"
+    case fling, steady, backAndForth = "back-and-forth", browse
 }
 
-/// `--network`: bandwidth per response and time to first byte.
+/// `--network`: a published throttling profile (see `OriginLink`'s presets for the sources).
 enum NetworkProfile: String, ExpressibleByArgument, CaseIterable {
-    case loopback, wifi, lte, threeG = "3g"
+    case loopback, wifi, lte, slow4g, threeG = "3g"
 
-    var shaping: OriginShaping {
+    /// The shared link of `--link-model shared`; `nil` for loopback.
+    var link: OriginLink? {
         switch self {
-        case .loopback: OriginShaping()
-        case .wifi: OriginShaping(bytesPerSecond: 2_500_000, firstByteLatency: .milliseconds(20))
-        case .lte: OriginShaping(bytesPerSecond: 750_000, firstByteLatency: .milliseconds(60))
-        case .threeG: OriginShaping(bytesPerSecond: 100_000, firstByteLatency: .milliseconds(200))
+        case .loopback: nil
+        case .wifi: .wifi
+        case .lte: .lte
+        case .slow4g: .slow4G
+        case .threeG: .threeG
         }
     }
+
+    /// `--link-model per-response`: the profile's bandwidth for each response on its own, and its round trip
+    /// before each head.
+    var perResponseShaping: OriginShaping {
+        guard let link else { return OriginShaping() }
+        return OriginShaping(bytesPerSecond: link.downlinkBytesPerSecond, firstByteLatency: link.roundTrip)
+    }
+}
+
+/// `--link-model`.
+enum LinkModel: String, ExpressibleByArgument, CaseIterable {
+    case shared, perResponse = "per-response"
 }
 
 /// `--disappearance`.

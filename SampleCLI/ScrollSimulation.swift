@@ -282,6 +282,18 @@ final class ScrollSimulation: @unchecked Sendable {
             let t = time - flings * period
             let perFling = 8 * screen * tau * (1 - exp(-period / tau))
             return flings * perFling + 8 * screen * tau * (1 - exp(-t / tau))
+        case .browse:
+            // Reading a feed: a screen's scroll in half a second (eased), then 2 s looking at it; three screens
+            // down, one back up, and again.
+            let move = 0.5, dwell = 2.0
+            let pattern: [Double] = [1, 1, 1, -1]
+            let step = Int(time / (move + dwell))
+            let into = time - Double(step) * (move + dwell)
+            var position = 0.0
+            for index in 0..<step { position += pattern[index % pattern.count] }
+            let progress = min(into / move, 1)
+            position += pattern[step % pattern.count] * (1 - cos(Double.pi * progress)) / 2
+            return position * screen
         case .backAndForth:
             // Down 4 screens and back up every 4 s: the same cells come back, from the caches.
             return 2 * screen * (1 - cos(2 * Double.pi * time / 4))

@@ -39,14 +39,14 @@ section pipeline "$CLI" bench pipeline
 # cold caches, a warm disk cache and warm memory caches. Targets in docs/benchmarks.md; read the tables.
 b14() {
     for warm in cold disk memory; do
-        "$CLI" scroll --items 10000 --columns 3 --rows 4 --cell-size 256 --fps 120 --script fling --network loopback \
+        "$CLI" scroll --feed small --items 10000 --columns 3 --rows 4 --cell-size 256 --fps 120 --script fling --network loopback \
             --seconds 8 --warm "$warm" --quiet --json "$OUT/scroll-$warm.json" || return 1
     done
     # Warm memory again, with rendered caches that hold every cell the run visits, as an app sizes them for its
     # screens. With the default limit (80 MB) they do not: the bundled animated GIFs filled into 256 px cells
     # take several MB each, and a replayed scroll through an LRU cache smaller than the scroll evicts every
     # rendition just before it is needed again.
-    "$CLI" scroll --items 10000 --columns 3 --rows 4 --cell-size 256 --fps 120 --script fling --network loopback \
+    "$CLI" scroll --feed small --items 10000 --columns 3 --rows 4 --cell-size 256 --fps 120 --script fling --network loopback \
         --seconds 8 --warm memory --rendered-cache-mb 1024 --quiet --json "$OUT/scroll-memory-sized.json"
 }
 section scroll b14

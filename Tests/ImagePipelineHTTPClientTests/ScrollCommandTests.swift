@@ -13,7 +13,7 @@ struct ScrollCommandTests {
         let snapshot = report.deletingPathExtension().appendingPathExtension("png")
         let timeline = report.deletingPathExtension().appendingPathExtension("svg")
         defer { try? FileManager.default.removeItem(at: snapshot); try? FileManager.default.removeItem(at: timeline) }
-        let run = try await SampleCLIBinary.run(["scroll", "--seconds", "5", "--network", "loopback", "--quiet",
+        let run = try await SampleCLIBinary.run(["scroll", "--feed", "small", "--seconds", "5", "--network", "loopback", "--quiet",
                                                  "--json", report.path, "--snapshot", snapshot.path,
                                                  "--timeline", timeline.path])
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
@@ -40,7 +40,7 @@ struct ScrollCommandTests {
     func compare() async throws {
         let report = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-compare-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: report) }
-        let run = try await SampleCLIBinary.run(["scroll", "--compare", "--seconds", "3", "--network", "loopback", "--quiet",
+        let run = try await SampleCLIBinary.run(["scroll", "--feed", "small", "--compare", "--seconds", "3", "--network", "loopback", "--quiet",
                                                  "--json", report.path])
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
         #expect(run.stdout.contains("conventional") && run.stdout.contains("pipeline"))
