@@ -4,8 +4,8 @@ import NIOHTTP1
 import NIOPosix
 
 /// A real HTTP/1.1 origin on 127.0.0.1 for tests, the demo and benchmarks: serves in-memory assets and/or a
-/// directory, honours `Range`/`If-Range`, shapes bandwidth and latency, misbehaves on request, and logs
-/// every request for assertions.
+/// directory, honours `Range`/`If-Range`, shapes bandwidth and latency, simulates a shared network link,
+/// misbehaves on request, and logs every request for assertions.
 ///
 /// ```swift
 /// let server = try await ImageOriginServer.start(port: 0)
@@ -39,19 +39,21 @@ public final class ImageOriginServer: Sendable {
     private let routes: OriginRoutes
     private let log: OriginRequestLog
     private let connections: OriginConnections
+    private let downlink: OriginDownlink
 
     /// The date `setAsset` uses for `Last-Modified` unless told otherwise: 2024-01-01 00:00:00 UTC, fixed so
     /// tests can send it back in `If-Range`.
     public static let defaultLastModified = Date(timeIntervalSince1970: 1_704_067_200)
 
     private init(serverChannel: any Channel, port: Int, directory: OriginDirectory?, routes: OriginRoutes,
-                 log: OriginRequestLog, connections: OriginConnections) {
+                 log: OriginRequestLog, connections: OriginConnections, downlink: OriginDownlink) {
         self.serverChannel = serverChannel
         self.port = port
         self.directory = directory?.root
         self.routes = routes
         self.log = log
         self.connections = connections
+        self.downlink = downlink
         baseURL = URL(string: "http://127.0.0.1:\(port)")!
     }
 
@@ -85,12 +87,14 @@ public final class ImageOriginServer: Sendable {
         let routes = OriginRoutes()
         let log = OriginRequestLog()
         let connections = OriginConnections()
+        let downlink = OriginDownlink()
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let acceptedAt = NIODeadline.now()
                     let id = connections.register(channel)
                     // Framing headers come from the response planner, which can leave a body unframed.
                     var encoder = HTTPResponseEncoder.Configuration()
@@ -98,7 +102,8 @@ public final class ImageOriginServer: Sendable {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withPipeliningAssistance: true, withErrorHandling: true, withEncoderConfiguration: encoder)
                     try channel.pipeline.syncOperations.addHandler(OriginHTTPHandler(
-                        routes: routes, log: log, directory: directory, connections: connections, connectionID: id))
+                        routes: routes, log: log, directory: directory, connections: connections, connectionID: id,
+                        downlink: downlink, acceptedAt: acceptedAt))
                 }
             }
         let channel = try await bootstrap.bind(host: "127.0.0.1", port: port).get()
@@ -107,7 +112,7 @@ public final class ImageOriginServer: Sendable {
             throw ChannelError.unknownLocalAddress
         }
         return ImageOriginServer(serverChannel: channel, port: boundPort, directory: directory, routes: routes,
-                                 log: log, connections: connections)
+                                 log: log, connections: connections, downlink: downlink)
     }
 
     /// Stops listening, closes every open connection (stalled ones included; their requests are logged as
@@ -179,6 +184,20 @@ public final class ImageOriginServer: Sendable {
     public func setFaults(_ faults: [OriginFault], for route: String?, count: Int? = nil) {
         routes.setFaults(faults, for: route, count: count)
     }
+
+    /// Puts every client behind one simulated network link (see ``OriginLink``): its downlink shared fairly by
+    /// all responses sending a body, its round trip before each response head, its handshake round trips
+    /// before each new connection's first response, and its jitter and stalls. Routes' ``OriginShaping``
+    /// still applies on top. `nil` (the default) removes the link: each response is then shaped on its own.
+    ///
+    /// A new bandwidth applies at once, to bodies in flight too; round trips, jitter and stalls apply to
+    /// responses planned from then on.
+    public func setLink(_ link: OriginLink?) {
+        downlink.setLink(link)
+    }
+
+    /// The link set with ``setLink(_:)``, or `nil`.
+    public var link: OriginLink? { downlink.link }
 
     /// Removes the faults of `route` (`nil`: the global ones).
     public func clearFaults(for route: String?) {

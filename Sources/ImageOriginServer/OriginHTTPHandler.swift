@@ -4,7 +4,8 @@ import NIOHTTP1
 import NIOPosix
 
 /// One connection's HTTP/1.1 exchanges: reads a request, plans its response, then writes the head and the
-/// body in chunks — timed for shaping, paused while the channel is not writable, cut short by faults.
+/// body in chunks — timed for shaping and the shared link, paused while the channel is not writable, cut
+/// short by faults.
 ///
 /// Sits after NIO's HTTP server pipeline (with pipelining assistance, so a kept-alive connection is
 /// offered its next request only once the previous response has ended). Not `Sendable`: NIO calls a
@@ -45,6 +46,12 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         /// Shaping: bytes allowed now, and when they were last topped up.
         var credit = 0.0
         var refilledAt = NIODeadline.now()
+        /// The response's place on the server's shared downlink while it sends a body over a link.
+        var flow: OriginDownlink.Flow?
+        /// Where the link's loss-like stall pauses the body, until it has; and for how long.
+        var stallOffset: Int?
+        var stallDuration = Duration.zero
+        var isStalled = false
 
         init(sequence: Int, receivedAt: NIODeadline) {
             self.sequence = sequence
@@ -64,6 +71,11 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let directory: OriginDirectory?
     private let connections: OriginConnections
     private let connectionID: Int
+    private let downlink: OriginDownlink
+    /// When the connection was accepted: a link's handshake round trips are counted from here.
+    private let acceptedAt: NIODeadline
+    /// Responses begun on this connection so far; the first one pays the link's handshake.
+    private var responsesBegun = 0
 
     private var requestHead: HTTPRequestHead?
     private var exchange: Exchange?
@@ -74,12 +86,14 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var closingOnPurpose = false
 
     init(routes: OriginRoutes, log: OriginRequestLog, directory: OriginDirectory?,
-         connections: OriginConnections, connectionID: Int) {
+         connections: OriginConnections, connectionID: Int, downlink: OriginDownlink, acceptedAt: NIODeadline) {
         self.routes = routes
         self.log = log
         self.directory = directory
         self.connections = connections
         self.connectionID = connectionID
+        self.downlink = downlink
+        self.acceptedAt = acceptedAt
     }
 
     // MARK: Channel events
@@ -173,14 +187,19 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    // Runs on the channel's event loop: sends the head now or after the first-byte latency.
+    // Runs on the channel's event loop: sends the head now or once the link's round trips and the route's
+    // first-byte latency have passed.
     private func _eventLoop_begin(_ exchange: Exchange, plan: OriginResponsePlan, context: ChannelHandlerContext) {
         guard isActive, self.exchange === exchange, !exchange.isComplete else { return }
         exchange.plan = plan
         log.setStatus(Int(plan.status.code), for: exchange.sequence)
-        let latency = plan.shaping.firstByteLatency
-        let deadline = exchange.receivedAt + TimeAmount.nanoseconds(Self.nanoseconds(latency))
-        if latency > .zero, deadline > .now() {
+        let timing = OriginResponseTiming(plan: plan, link: downlink.link, receivedAt: exchange.receivedAt,
+                                          acceptedAt: acceptedAt, connection: connectionID, response: responsesBegun)
+        responsesBegun += 1
+        exchange.stallOffset = timing.stallOffset
+        exchange.stallDuration = timing.stallDuration
+        let deadline = timing.headDeadline
+        if deadline > .now() {
             exchange.pendingHead = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
                 exchange.pendingHead = nil
                 self._eventLoop_sendHead(exchange, context: context)
@@ -202,6 +221,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         exchange.headSent = true
         exchange.nextOffset = plan.bodyRange.lowerBound
         exchange.refilledAt = .now()
+        if downlink.link != nil, plan.hasBody(after: exchange.nextOffset) { exchange.flow = downlink.join() }
         _eventLoop_pump(context: context)
     }
 
@@ -227,6 +247,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
                                                context: ChannelHandlerContext) -> Bool {
         var writtenThisTurn = 0
         while plan.hasBody(after: exchange.nextOffset) {
+            guard !exchange.isStalled else { return false }  // the stall's timer resumes
             if !context.channel.isWritable {
                 // The flush may drain below the low water mark at once; that writability change arrives while
                 // `isPumping` is set and is ignored, so look again rather than wait for it.
@@ -239,24 +260,39 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
                 return false
             }
             var count = min(plan.source(at: exchange.nextOffset).available, Self.chunkSize)
+            if let stallOffset = exchange.stallOffset {
+                if stallOffset == exchange.nextOffset {
+                    context.flush()
+                    _eventLoop_stall(exchange, context: context)
+                    return false
+                }
+                count = min(count, stallOffset - exchange.nextOffset)
+            }
+            // Wait for a tick's worth of credit (or the rest of the body) rather than dribbling out the few
+            // bytes earned while this loop ran: a shaped body goes out in tick-sized chunks, not in thousands
+            // of tiny ones that cost the client a callback each.
+            var need = count
             if let rate = plan.shaping.bytesPerSecond {
                 let now = NIODeadline.now()
                 let elapsed = Double((now - exchange.refilledAt).nanoseconds) / 1e9
                 // At most 100 ms of credit: a client that stopped reading does not earn a burst.
                 exchange.credit = min(exchange.credit + Double(rate) * elapsed, max(Double(rate) / 10, 1))
                 exchange.refilledAt = now
-                let allowed = Int(exchange.credit)
-                // Wait for a tick's worth of credit (or the rest of the body) rather than dribbling out the few
-                // bytes earned while this loop ran: a shaped body goes out in tick-sized chunks, not in
-                // thousands of tiny ones that cost the client a callback each.
-                guard allowed >= min(count, Self.bytesPerTick(rate)) else {
-                    context.flush()
-                    _eventLoop_scheduleTick(exchange, context: context)
-                    return false
-                }
-                count = min(count, allowed)
-                exchange.credit -= Double(count)
+                count = min(count, Int(exchange.credit))
+                need = min(need, Self.bytesPerTick(rate))
             }
+            if let flow = exchange.flow {
+                // The response's own cap first, then its share of the link: it obeys both.
+                count = downlink.take(flow, upTo: count, atLeast: need)
+            } else if count < need {
+                count = 0
+            }
+            guard count > 0 else {
+                context.flush()
+                _eventLoop_scheduleTick(exchange, context: context)
+                return false
+            }
+            if plan.shaping.bytesPerSecond != nil { exchange.credit -= Double(count) }
             _eventLoop_writeBody(exchange, plan: plan, count: count, context: context)
             writtenThisTurn += count
         }
@@ -269,6 +305,24 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard exchange.pendingTick == nil else { return }
         exchange.pendingTick = context.eventLoop.assumeIsolated().scheduleTask(in: Self.tick) {
             exchange.pendingTick = nil
+            self._eventLoop_pump(context: context)
+        }
+    }
+
+    /// The link's loss-like stall: the body pauses once, off the link so the other responses share it
+    /// meanwhile, and resumes after the link's stall duration.
+    // Runs on the channel's event loop.
+    private func _eventLoop_stall(_ exchange: Exchange, context: ChannelHandlerContext) {
+        exchange.stallOffset = nil
+        exchange.isStalled = true
+        if let flow = exchange.flow { downlink.leave(flow) }
+        exchange.flow = nil
+        exchange.pendingTick?.cancel()
+        exchange.pendingTick = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(exchange.stallDuration)) {
+            exchange.pendingTick = nil
+            exchange.isStalled = false
+            guard self.isActive, self.exchange === exchange, !exchange.isComplete else { return }
+            if self.downlink.link != nil { exchange.flow = self.downlink.join() }
             self._eventLoop_pump(context: context)
         }
     }
@@ -298,6 +352,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     // Runs on the channel's event loop.
     private func _eventLoop_endBody(_ exchange: Exchange, plan: OriginResponsePlan, context: ChannelHandlerContext) {
         exchange.bodyEnded = true
+        _eventLoop_leaveLink(exchange)
         switch plan.ending {
         case .finish(let thenClose):
             // The pipelining handler may hand over the next request while `.end` is being written, so this
@@ -341,12 +396,14 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard !exchange.isComplete else { return }
         exchange.isComplete = true
         exchange.cancelTimers()
+        _eventLoop_leaveLink(exchange)
         log.complete(exchange.sequence, bytesSent: exchange.confirmedBytes, peakQueued: exchange.peakQueued,
                      clientWentAway: clientWentAway)
     }
 
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    // Runs on the channel's event loop.
+    private func _eventLoop_leaveLink(_ exchange: Exchange) {
+        if let flow = exchange.flow { downlink.leave(flow) }
+        exchange.flow = nil
     }
 }

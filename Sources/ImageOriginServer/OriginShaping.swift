@@ -3,7 +3,8 @@
 ///
 /// Shaping never sleeps a thread: the body goes out in small chunks timed on the connection's event loop
 /// (one tick every 10 ms, a token bucket that allows at most 100 ms of burst), and the latency is a timer.
-/// The cap applies to each response on its own, not to the server as a whole.
+/// The cap applies to each response on its own, not to the server as a whole; for one bandwidth shared by
+/// every response, and round trips per connection, see ``OriginLink`` (the two combine).
 public struct OriginShaping: Sendable, Hashable {
     /// The most body bytes per second one response sends; `nil` sends as fast as the client reads.
     public var bytesPerSecond: Int?
