@@ -33,15 +33,16 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh $(FUZZ_TARGETS)
 
-# The main job: a scrolling grid of image views against the embedded origin over a Wi-Fi-like link (report,
-# viewport snapshot and timeline in $(DEMO_OUT)/), then --compare over an LTE-like link: conventional loading vs
-# the pipeline, and baseline vs progressive JPEG.
+# The main job: a photo feed read a screen at a time on a phone-sized grid, against the embedded origin over a
+# shared Wi-Fi link (report, viewport snapshot and timeline in $(DEMO_OUT)/), then --compare over a shared
+# LTE link (Chrome's "Fast 4G"): conventional loading vs the pipeline, and baseline vs progressive JPEG.
 demo: deps
 	$(SWIFT) build -c release --product sample-cli
 	@mkdir -p $(DEMO_OUT)
-	.build/release/sample-cli scroll --network wifi --seconds 8 --json $(DEMO_OUT)/scroll-wifi.json \
+	.build/release/sample-cli scroll --network wifi --script browse --seconds 12 --json $(DEMO_OUT)/scroll-wifi.json \
 		--snapshot $(DEMO_OUT)/scroll-wifi.png --timeline $(DEMO_OUT)/scroll-wifi.svg
-	.build/release/sample-cli scroll --network lte --seconds 8 --compare --json $(DEMO_OUT)/scroll-compare.json
+	.build/release/sample-cli scroll --network lte --script browse --seconds 20 --compare \
+		--json $(DEMO_OUT)/scroll-compare.json
 
 # The DocC catalog, built with the toolchain's docc; any warning fails it. Output in out/docs/.
 docs: deps

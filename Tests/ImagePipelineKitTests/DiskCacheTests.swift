@@ -169,16 +169,24 @@ struct DiskCacheTests {
         #expect(!FileManager.default.fileExists(atPath: root + "/p/I%tmp"))
     }
 
-    @Test("Opening removes what crashed writes left behind, without listing the directory on the open path")
+    @Test("Opening removes what crashed writes left behind, without listing the directory on the open path; another process's write in progress stays")
     func orphans() async throws {
         try FileManager.default.createDirectory(atPath: root + "/p", withIntermediateDirectories: true)
+        // An hour-old write file is a crash's leftover; a fresh one may be another process's write under way.
         try Data(count: 10).write(to: URL(fileURLWithPath: root + "/p/%write-123"))
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)],
+                                              ofItemAtPath: root + "/p/%write-123")
+        try Data(count: 10).write(to: URL(fileURLWithPath: root + "/p/%write-456"))
+        try Data(count: 10).write(to: URL(fileURLWithPath: root + "/p/stray"))
         let p = try cache("p")
         p.storeComplete(image(10), identifier: "kept")
-        for _ in 0..<200 where FileManager.default.fileExists(atPath: root + "/p/%write-123") {
+        for _ in 0..<200 where FileManager.default.fileExists(atPath: root + "/p/%write-123")
+            || FileManager.default.fileExists(atPath: root + "/p/stray") {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(!FileManager.default.fileExists(atPath: root + "/p/%write-123"))
+        #expect(!FileManager.default.fileExists(atPath: root + "/p/stray"))
+        #expect(FileManager.default.fileExists(atPath: root + "/p/%write-456"))
         #expect(p.entry(for: "kept") != nil)
     }
 }
