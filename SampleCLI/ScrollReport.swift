@@ -43,6 +43,8 @@ struct ScrollReport {
     var allFirstPixels: Latency
     /// Time to first pixels on cells' first time on screen.
     var firstVisitFirstPixels: Latency
+    /// First visits that ended before any pixels showed (not in `firstVisitFirstPixels`).
+    var firstVisitsWithoutPixels: Int
     var sources: [String: Int]
     var renderedHits: Int
     var renditionTableHits: Int
@@ -123,6 +125,7 @@ struct ScrollReport {
         }
         row("first pixels p50 / p95") { latency($0.allFirstPixels) }
         row("  first visits only") { latency($0.firstVisitFirstPixels) }
+        row("  first visits, nothing shown") { "\($0.firstVisitsWithoutPixels)" }
         row("final image p50 / p95") { latency($0.allFinals) }
         row("prefetches completed") { "\($0.prefetchesCompleted)" }
         row("requests") { "\($0.requests)" }
@@ -144,6 +147,7 @@ struct ScrollReport {
             "frameWorkMs": ["p50": workP50Ms, "p99": workP99Ms], "visibleCellsShowingImage": coverage,
             "timeToFirstPixels": firstPixels.mapValues(\.json), "timeToFinalImage": finals.mapValues(\.json), "timeToFinalImageAllFormats": allFinals.json, "timeToFirstPixelsAllFormats": allFirstPixels.json,
             "timeToFirstPixelsFirstVisits": firstVisitFirstPixels.json,
+            "firstVisitsWithoutPixels": firstVisitsWithoutPixels,
             "finalImagesBySource": sources, "shownBeforeLoadReturned": renderedHits, "renditionTableHits": renditionTableHits, "previews": previews,
             "scansAndFirstFrames": incrementalImages, "fetchesCancelled": cancelled, "requests": requests,
             "scrolledOffWhileLoading": scrolledOffWhileLoading, "cancelledBeforeDecode": cancelledBeforeDecode, "decodeStoppedMidway": decodeStopped,

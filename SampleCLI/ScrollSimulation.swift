@@ -92,6 +92,9 @@ final class ScrollStats: @unchecked Sendable {
     var firstPixelDelays: [String: [Duration]] = [:]
     /// Time to first pixels on a cell's first time on screen (nothing cached for it yet).
     var firstVisitFirstPixels: [Duration] = []
+    /// First visits that ended (the cell scrolled off) before any pixels showed: not in the times above, which
+    /// are therefore bounded by how long a cell stays on screen.
+    var firstVisitsWithoutPixels = 0
     var previews = 0
     var incrementalImages = 0
     var renderedHits = 0
@@ -334,6 +337,7 @@ final class ScrollSimulation: @unchecked Sendable {
     // Runs on the main queue.
     private func disappear(_ item: Int) {
         guard let cell = cells[item] else { return }
+        if cell.visits == 1, !cell.shownPixels { stats.firstVisitsWithoutPixels += 1 }
         if let conventional = cell.conventional {
             if !cell.shownFinal { stats.cancelled += 1 }
             conventional.cancel()
@@ -373,6 +377,7 @@ final class ScrollSimulation: @unchecked Sendable {
             allFinals: ScrollReport.Latency(stats.finalDelays.values.flatMap { $0 }),
             allFirstPixels: ScrollReport.Latency(stats.firstPixelDelays.values.flatMap { $0 }),
             firstVisitFirstPixels: ScrollReport.Latency(stats.firstVisitFirstPixels),
+            firstVisitsWithoutPixels: stats.firstVisitsWithoutPixels,
             sources: stats.finalSources, renderedHits: stats.renderedHits, renditionTableHits: stats.renditionTableHits,
             previews: stats.previews,
             incrementalImages: stats.incrementalImages, cancelled: stats.cancelled,

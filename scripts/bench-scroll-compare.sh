@@ -2,14 +2,14 @@
 # The scroll's comparison as a benchmark: `sample-cli scroll --compare` on the photo feed, read a screen at a
 # time (--script browse), RUNS times on each shared-link profile, then the range of each figure over the runs
 # and of the pipeline's ratios to conventional loading (first-visit first pixels, cells showing an image).
-# Usage: scripts/bench-scroll-compare.sh [RUNS] [PROFILE:SECONDS ...]   (default: 5 lte:20 3g:30)
+# Usage: scripts/bench-scroll-compare.sh [RUNS] [PROFILE:SECONDS ...]   (default: 5 lte:20 slow4g:24)
 # Reports go to out/bench/scroll-compare-PROFILE-N.json; the summary to stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
 shift || true
 profiles=("$@")
-[ ${#profiles[@]} -eq 0 ] && profiles=(lte:20 3g:30)
+[ ${#profiles[@]} -eq 0 ] && profiles=(lte:20 slow4g:24)
 swift build -c release --product sample-cli >/dev/null
 mkdir -p out/bench
 for profile in "${profiles[@]}"; do
@@ -33,6 +33,7 @@ for profile in sys.argv[2:]:
     rows = [
         ("first visits, first pixels p50 (ms)", lambda r: r["timeToFirstPixelsFirstVisits"]["p50Ms"], "{:.0f}"),
         ("first visits, first pixels p95 (ms)", lambda r: r["timeToFirstPixelsFirstVisits"]["p95Ms"], "{:.0f}"),
+        ("first visits with nothing shown", lambda r: r["firstVisitsWithoutPixels"], "{:.0f}"),
         ("cells showing an image (%)", lambda r: 100 * r["visibleCellsShowingImage"], "{:.1f}"),
         ("dropped frames", lambda r: r["droppedFrames"], "{:.0f}"),
         ("main-thread work p99 (ms)", lambda r: r["mainThreadWorkMsPerFrame"]["p99"], "{:.2f}"),
