@@ -154,7 +154,8 @@ struct ScrollCommand: AsyncParsableCommand {
                     ? ScrollAssets.feed(cachedIn: "out/feed", photosOnly: true, progressive: progressive)
                     : ScrollAssets.jpegs(progressive: progressive)
                 let origin = try await ScrollOrigin.start(items: items, assets: assets, network: network, model: linkModel)
-                let run = try await simulate(on: origin, assets: assets, conventional: false)
+                let run = try await simulate(on: origin, assets: assets, conventional: false,
+                                             identifier: progressive ? "scroll-progressive" : "scroll-baseline")
                 try await origin.shutdown()
                 reports.append((progressive ? "progressive JPEG" : "baseline JPEG", run.0, run.1))
             }
@@ -215,14 +216,17 @@ struct ScrollCommand: AsyncParsableCommand {
     }
 
     /// One run against `server`, through a pipeline with a disk cache of its own, or conventionally.
-    private func simulate(on server: ImageOriginServer, assets: ScrollAssets,
-                          conventional: Bool) async throws -> (ScrollReport, ScrollSimulation.Outcome) {
+    /// Each run's pipeline has an identifier of its own: the fetches a run leaves cancelled may hold the previous
+    /// pipeline a moment longer, and an identifier belongs to one live pipeline at a time.
+    private func simulate(on server: ImageOriginServer, assets: ScrollAssets, conventional: Bool,
+                          identifier: String = "scroll") async throws -> (ScrollReport, ScrollSimulation.Outcome) {
         try await simulate(urls: (0..<items).map { server.url(for: assets.path(item: $0)) },
-                           formats: assets.formats(items: items), server: server, conventional: conventional)
+                           formats: assets.formats(items: items), server: server, conventional: conventional,
+                           identifier: identifier)
     }
 
-    private func simulate(urls: [URL], formats: [String], server: ImageOriginServer?,
-                          conventional: Bool) async throws -> (ScrollReport, ScrollSimulation.Outcome) {
+    private func simulate(urls: [URL], formats: [String], server: ImageOriginServer?, conventional: Bool,
+                          identifier pipelineIdentifier: String = "scroll") async throws -> (ScrollReport, ScrollSimulation.Outcome) {
         let root = cacheDir.map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-scroll-\(getpid())-\(UUID().uuidString)")
         defer { if cacheDir == nil { try? FileManager.default.removeItem(at: root) } }
@@ -246,7 +250,7 @@ struct ScrollCommand: AsyncParsableCommand {
         }
         if let fetches = maxFetches ?? (overLink ? 12 : nil) { configuration.operationQueue.maxConcurrentOperationCount = fetches }
         if let renderedCacheMb { configuration.maxBytesForAllRenderedCaches = renderedCacheMb << 20 }
-        let identifier = conventional ? "scroll-conventional" : "scroll"
+        let identifier = conventional ? "scroll-conventional" : pipelineIdentifier
         let layout = GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize)
         var warmPipeline: ImagePipeline?
         if !conventional, warm != .cold {

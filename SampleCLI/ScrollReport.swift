@@ -125,7 +125,7 @@ struct ScrollReport {
         }
         row("first pixels p50 / p95") { latency($0.allFirstPixels) }
         row("  first visits only") { latency($0.firstVisitFirstPixels) }
-        row("  first visits, nothing shown") { "\($0.firstVisitsWithoutPixels)" }
+        row("  first visits, no pixels") { "\($0.firstVisitsWithoutPixels)" }
         row("final image p50 / p95") { latency($0.allFinals) }
         row("prefetches completed") { "\($0.prefetchesCompleted)" }
         row("requests") { "\($0.requests)" }

@@ -191,10 +191,16 @@ final class ScrollSimulation: @unchecked Sendable {
             }
         }
         return queue.sync {
-            // Conventional loads still in flight stop with the run.
-            for cell in cells.values { cell.conventional?.cancel() }
-            return Outcome(report: report(frameCount: frameCount, budget: budget), viewport: viewport(),
-                    busyMs: stats.frameLatency.map(\.milliseconds), imagesCompleted: stats.imagesCompletedPerFrame)
+            let outcome = Outcome(report: report(frameCount: frameCount, budget: budget), viewport: viewport(),
+                                  busyMs: stats.frameLatency.map(\.milliseconds), imagesCompleted: stats.imagesCompletedPerFrame)
+            // Loads still in flight stop with the run (after the report, which counts them as running), so that
+            // they take neither the link nor the CPU from the next one.
+            prefetcher?.stopPrefetching()
+            for cell in cells.values {
+                cell.conventional?.cancel()
+                cell.helper.operation?.cancel()
+            }
+            return outcome
         }
     }
 
