@@ -125,7 +125,11 @@ struct ScrollReport {
         }
         row("first pixels p50 / p95") { latency($0.allFirstPixels) }
         row("  first visits only") { latency($0.firstVisitFirstPixels) }
-        row("  first visits, no pixels") { "\($0.firstVisitsWithoutPixels)" }
+        row("  first visits with pixels") {
+            let visits = $0.firstVisitFirstPixels.count + $0.firstVisitsWithoutPixels
+            return "\($0.firstVisitFirstPixels.count) of \(visits)"
+                + (visits > 0 ? String(format: " (%.0f%%)", 100 * Double($0.firstVisitFirstPixels.count) / Double(visits)) : "")
+        }
         row("final image p50 / p95") { latency($0.allFinals) }
         row("prefetches completed") { "\($0.prefetchesCompleted)" }
         row("requests") { "\($0.requests)" }

@@ -33,7 +33,8 @@ for profile in sys.argv[2:]:
     rows = [
         ("first visits, first pixels p50 (ms)", lambda r: r["timeToFirstPixelsFirstVisits"]["p50Ms"], "{:.0f}"),
         ("first visits, first pixels p95 (ms)", lambda r: r["timeToFirstPixelsFirstVisits"]["p95Ms"], "{:.0f}"),
-        ("first visits with nothing shown", lambda r: r["firstVisitsWithoutPixels"], "{:.0f}"),
+        ("first visits that showed pixels before the cell left (%)", lambda r: 100 * r["timeToFirstPixelsFirstVisits"]["count"]
+            / max(1, r["timeToFirstPixelsFirstVisits"]["count"] + r["firstVisitsWithoutPixels"]), "{:.0f}"),
         ("cells showing an image (%)", lambda r: 100 * r["visibleCellsShowingImage"], "{:.1f}"),
         ("dropped frames", lambda r: r["droppedFrames"], "{:.0f}"),
         ("main-thread work p99 (ms)", lambda r: r["mainThreadWorkMsPerFrame"]["p99"], "{:.2f}"),
