@@ -48,6 +48,7 @@ public final class ImagePrefetcher: Sendable {
 
     /// A prefetcher for `pipeline`.
     /// - Parameters:
+    ///   - pipeline: the pipeline prefetches go through (held for the prefetcher's life).
     ///   - priority: the priority of every prefetch; default `.veryLow`.
     ///   - maxConcurrentPrefetches: prefetches running at once, at most (at least 1); default 2.
     public init(pipeline: ImagePipeline, priority: Operation.QueuePriority = .veryLow, maxConcurrentPrefetches: Int = 2) {
