@@ -64,6 +64,7 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
         do {
             var fields = HTTPHeaders()
             for (name, value) in headers { fields.add(name: name, value: value) }
+            if !headers.contains("User-Agent") { fields.add(name: "User-Agent", value: DownloadHeaders.defaultUserAgent) }
             ahcRequest = try HTTPClient.Request(url: url, method: .GET, headers: fields)
         } catch {
             delivery.fail(.transport(description: "invalid request for \(url.absoluteString): \(error)"))

@@ -62,6 +62,13 @@ public final class CodecCatalogue: Sendable {
         }
     }
 
+    /// The `Accept` header a download sends unless its request sets its own: the media types of every format
+    /// this catalogue decodes, in registration order. Nothing else is listed (no `image/*`), so a server that
+    /// chooses the format by `Accept` never picks one the pipeline cannot decode.
+    public var acceptHeaderValue: String {
+        imageTypes.filter { properties(for: $0).contains(.decoding) }.compactMap(\.mimeType).joined(separator: ", ")
+    }
+
     public func properties(for type: ImageType) -> CodecProperties {
         codec(for: type)?.properties ?? []
     }

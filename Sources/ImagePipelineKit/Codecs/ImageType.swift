@@ -21,6 +21,18 @@ public struct ImageType: RawRepresentable, Hashable, Sendable, CustomStringConve
         }
     }
 
+    /// The media type HTTP names this format by (`image/jpeg`, …), or `nil` for a type without a known one.
+    public var mimeType: String? {
+        switch self {
+        case .jpeg: "image/jpeg"
+        case .png: "image/png"
+        case .gif: "image/gif"
+        case .webp: "image/webp"
+        case .bmp: "image/bmp"
+        default: nil
+        }
+    }
+
     /// The type the first bytes announce (TIP's `TIPDetectImageTypeViaMagicNumbers`), or `nil`.
     public static func detect<Bytes: Collection<UInt8>>(magicNumbersOf bytes: Bytes) -> ImageType? {
         let head = Array(bytes.prefix(12))

@@ -239,6 +239,10 @@ public struct DownloadHeaders: Sendable, Equatable, Sequence, ExpressibleByDicti
     /// No fields.
     public init() {}
 
+    /// The `User-Agent` both downloaders send unless the request sets its own: servers and their logs can tell
+    /// image fetches apart, and some refuse requests that name no client.
+    public static let defaultUserAgent = "ImagePipelineKit"
+
     /// `fields`, in order.
     public init(_ fields: [(name: String, value: String)]) {
         self.fields = fields.map { Field(name: $0.name, value: $0.value) }

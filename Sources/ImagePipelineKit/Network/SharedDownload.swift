@@ -86,7 +86,11 @@ final class SharedDownload: @unchecked Sendable {
     func _queue_start() {
         phase = .preparing
         let request = self.request
-        let initial = DownloadRequest(url: request.url, headers: request.headers, priority: priority, limits: request.limits)
+        var headers = request.headers
+        // The formats the pipeline can decode, unless the request says otherwise: a server that negotiates then
+        // answers with one of them.
+        if !headers.contains("Accept") { headers.add(name: "Accept", value: CodecCatalogue.shared.acceptHeaderValue) }
+        let initial = DownloadRequest(url: request.url, headers: headers, priority: priority, limits: request.limits)
         // Most requests have neither closure: no task, just the queue. Still asynchronous: `load` runs this on
         // its caller's thread (`queue.sync`), and a downloader's start must not run there.
         guard request.hydration != nil || request.authorization != nil else {

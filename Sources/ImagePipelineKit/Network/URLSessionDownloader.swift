@@ -31,7 +31,7 @@ public final class URLSessionDownloader: ImageDownloader {
     /// - Parameters:
     ///   - maximumConnectionsPerHost: connections opened to one host at most (further requests wait).
     ///   - userAgent: sent as `User-Agent` unless a request sets its own; `nil` keeps libcurl's.
-    public init(maximumConnectionsPerHost: Int = 6, userAgent: String? = nil) {
+    public init(maximumConnectionsPerHost: Int = 6, userAgent: String? = DownloadHeaders.defaultUserAgent) {
         let configuration = URLSessionConfiguration.default
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
