@@ -167,15 +167,18 @@ struct CacheTierScenarioTests {
             }
             let fixed = request("fixed", [.doNotResetExpiryOnAccess]), sliding = request("sliding", [])
             _ = await h.fetch(fixed)
+            // The times below count from the first store, not from whenever the fetches between happen to end: a
+            // loaded machine that takes seconds over them must not push the access past the expiry.
+            let stored = ContinuousClock.now
             _ = await h.fetch(sliding)
             #expect(h.server.requestLog.count == 2)
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(until: stored + .seconds(3), clock: .continuous)
 
             h.pipeline.renderedCache.clearAll()
             let (fixedAccess, _) = await h.fetch(fixed)
             let (slidingAccess, _) = await h.fetch(sliding)
             #expect(fixedAccess.events.last == .final(.memoryCache) && slidingAccess.events.last == .final(.memoryCache))
-            try await Task.sleep(for: .seconds(2.5))
+            try await Task.sleep(until: stored + .seconds(5.5), clock: .continuous)
 
             h.pipeline.renderedCache.clearAll()
             let (fixedLater, _) = await h.fetch(fixed)
