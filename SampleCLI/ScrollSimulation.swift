@@ -159,8 +159,7 @@ final class ScrollSimulation: @unchecked Sendable {
     /// The request a cell's helper makes for `item`: the same URL and rendition, so the prefetch fills what the
     /// cell will ask for.
     private func prefetchRequest(_ item: Int) -> any FetchRequest {
-        GenericFetchRequest(url: urls[item], targetSizing: TargetSizing(
-            dimensions: PixelSize(width: layout.cellSize, height: layout.cellSize), contentMode: .fill))
+        ImageViewFetchHelper.request(for: urls[item], displaySize: PixelSize(width: layout.cellSize, height: layout.cellSize))
     }
 
     /// Scroll offset in pixels at `time` seconds.

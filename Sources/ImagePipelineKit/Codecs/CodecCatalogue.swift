@@ -66,7 +66,8 @@ public final class CodecCatalogue: Sendable {
     /// this catalogue decodes, in registration order. Nothing else is listed (no `image/*`), so a server that
     /// chooses the format by `Accept` never picks one the pipeline cannot decode.
     public var acceptHeaderValue: String {
-        imageTypes.filter { properties(for: $0).contains(.decoding) }.compactMap(\.mimeType).joined(separator: ", ")
+        let (order, codecs) = state.withLock { ($0.order, $0.codecs) }
+        return order.filter { codecs[$0]!.properties.contains(.decoding) }.compactMap(\.mimeType).joined(separator: ", ")
     }
 
     public func properties(for type: ImageType) -> CodecProperties {

@@ -31,17 +31,17 @@ public final class ImagePrefetcher: Sendable {
 
     private struct State {
         /// Requests waiting to start, oldest first, by key.
-        var waiting: [(key: String, request: any FetchRequest)] = []
+        var waiting: [(key: PrefetchKey, request: any FetchRequest)] = []
         /// Running prefetches by key, each with the number it was started under: a prefetch stopped and
         /// started again must not be ended by the first one's completion.
-        var running: [String: (number: Int, operation: FetchOperation)] = [:]
+        var running: [PrefetchKey: (number: Int, operation: FetchOperation)] = [:]
         var started = 0
         /// Set while a thread starts prefetches: a prefetch that completes synchronously (a rendered-cache hit)
         /// asks for more inside that loop, which looks again anyway.
         var isStarting = false
         var completed = 0
 
-        func contains(_ key: String) -> Bool {
+        func contains(_ key: PrefetchKey) -> Bool {
             running[key] != nil || waiting.contains { $0.key == key }
         }
     }
@@ -66,7 +66,7 @@ public final class ImagePrefetcher: Sendable {
     public func startPrefetching(with requests: [any FetchRequest]) {
         state.withLock { state in
             for request in requests {
-                let key = Self.key(request)
+                let key = PrefetchKey(request)
                 if !state.contains(key) { state.waiting.append((key, request)) }
             }
         }
@@ -75,7 +75,7 @@ public final class ImagePrefetcher: Sendable {
 
     /// Drops the waiting prefetches of `requests` and cancels the running ones.
     public func stopPrefetching(with requests: [any FetchRequest]) {
-        let keys = Set(requests.map(Self.key))
+        let keys = Set(requests.map(PrefetchKey.init))
         let cancelled = state.withLock { state -> [FetchOperation] in
             state.waiting.removeAll { keys.contains($0.key) }
             return keys.compactMap { state.running.removeValue(forKey: $0)?.operation }
@@ -103,12 +103,7 @@ public final class ImagePrefetcher: Sendable {
 
     /// Whether `request` is waiting or running.
     public func isPrefetching(_ request: any FetchRequest) -> Bool {
-        state.withLock { $0.contains(Self.key(request)) }
-    }
-
-    /// One prefetch per image and rendition: the identifier and the target sizing.
-    private static func key(_ request: any FetchRequest) -> String {
-        "\(request.resolvedIdentifier)|\(request.targetSizing)"
+        state.withLock { $0.contains(PrefetchKey(request)) }
     }
 
     /// Starts waiting prefetches while the limit allows. Never holds the lock while starting one: a fetch may
@@ -142,7 +137,7 @@ public final class ImagePrefetcher: Sendable {
     }
 
     // Runs on the delegate queue (the fetch's completion), or inside `fetchImage` for a rendered-cache hit.
-    private func prefetchEnded(_ key: String, number: Int, succeeded: Bool) {
+    private func prefetchEnded(_ key: PrefetchKey, number: Int, succeeded: Bool) {
         state.withLock { state in
             guard state.running[key]?.number == number else { return }
             state.running[key] = nil

@@ -109,11 +109,17 @@ public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
     public var request: (any FetchRequest)? {
         switch source {
         case .url(let url):
-            let target = view.map { TargetSizing(dimensions: $0.displaySize, contentMode: $0.displayContentMode) } ?? .original
-            return GenericFetchRequest(url: url, targetSizing: target)
+            guard let view else { return GenericFetchRequest(url: url, targetSizing: .original) }
+            return Self.request(for: url, displaySize: view.displaySize, contentMode: view.displayContentMode)
         case .request(let request): return request
         case .image, nil: return nil
         }
+    }
+
+    /// The request a helper makes for `url` in a view of `displaySize` and `contentMode`: give this to an
+    /// ``ImagePrefetcher`` for a view not made yet, and the prefetch fills exactly what the view will ask for.
+    public static func request(for url: URL, displaySize: PixelSize, contentMode: ContentMode = .fill) -> GenericFetchRequest {
+        GenericFetchRequest(url: url, targetSizing: TargetSizing(dimensions: displaySize, contentMode: contentMode))
     }
 
     /// Whether a fetch is running.

@@ -68,6 +68,17 @@ struct FetchKeys: Sendable {
     }
 }
 
+/// What makes two prefetches one (``ImagePrefetcher`` runs one of each): the image and the rendition asked for.
+struct PrefetchKey: Hashable, Sendable {
+    var identifier: String
+    var target: TargetSizing
+
+    init(_ request: any FetchRequest) {
+        identifier = request.resolvedIdentifier
+        target = request.targetSizing
+    }
+}
+
 /// What a rendered-cache lookup matches on: identifier, target sizing and transformer.
 struct RenderedLookup: Hashable, Sendable {
     var identifier: String
