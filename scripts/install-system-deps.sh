@@ -5,9 +5,12 @@ set -euo pipefail
 
 # libjpeg-turbo's -dev package is named differently on Debian and Ubuntu; pick the one apt knows.
 jpeg_dev=libjpeg62-turbo-dev
-packages=(libpng-dev libgif-dev libexif-dev libwebp-dev libsqlite3-dev pkg-config)
-# Tools the tests and `make bench` use to build references and anchors (djpeg, cjpeg, gcc is already there).
-packages+=(libjpeg-turbo-progs)
+packages=(libpng-dev libgif-dev libexif-dev libwebp-dev libavif-dev libjxl-dev libsqlite3-dev pkg-config)
+# Tools the tests and `make bench` use to build references and anchors (djpeg, cjpeg, avifenc/avifdec,
+# cjxl/djxl; gcc is already there).
+packages+=(libjpeg-turbo-progs libavif-bin libjxl-tools)
+# The fleet tier's engine: the tests and `sample-cli fleet` start private redis-server processes.
+packages+=(redis-server)
 
 missing=()
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
@@ -17,7 +20,8 @@ for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
 
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "install-system-deps: not a Debian/Ubuntu system; install these (or your distribution's equivalents):" >&2
-    echo "  libjpeg-turbo (dev), libpng (dev), giflib (dev), libexif (dev), libwebp (dev), SQLite 3 (dev), pkg-config" >&2
+    echo "  libjpeg-turbo (dev), libpng (dev), giflib (dev), libexif (dev), libwebp (dev), libavif (dev),"
+    echo "  libjxl (dev), SQLite 3 (dev), pkg-config, redis-server" >&2
     exit 1
 fi
 sudo=""
