@@ -93,4 +93,31 @@ struct FetchMetricsTests {
                                                [("pipeline", h.pipeline.identifier), ("result", "failure"), ("source", "none")]).totalValue == 1)
         }
     }
+
+    @Test("Stage CPU times: off by default; on, a cold fetch records its cache reads, decode, stores and delivery",
+          arguments: [CoordinatorDownloader.httpClient])
+    func stageCPUTimes(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            let recorded = TestMetrics()
+            h.configuration.metricsFactory = recorded
+            #expect(h.configuration.recordsStageCPUTime == false)
+            _ = await h.fetch(h.request("/a.jpg", identifier: "off"))
+            #expect(throws: (any Error).self) { try recorded.expectTimer(PipelineMetricLabels.stageCPUTime, [("stage", "decode")]) }
+
+            h.configuration.recordsStageCPUTime = true
+            h.server.setAsset(h.image, at: "/on.jpg", contentType: "image/jpeg")
+            let (_, cold) = await h.fetch(h.request("/on.jpg", identifier: "on", target: PixelSize(width: 64, height: 64)))
+            #expect(cold.metrics?.info(for: .network)?.result == .hitFinal)
+            for stage in [PipelineStage.cacheRead, .decode, .memoryStore, .renditionStore, .diskWrite, .delivery] {
+                // The disk write follows the final callback: it may still be running.
+                let seen = try await eventually {
+                    let values = (try? recorded.expectTimer(PipelineMetricLabels.stageCPUTime, [("stage", stage.rawValue)]))?.values
+                    return values.map { !$0.isEmpty && $0.allSatisfy { $0 >= 0 } } ?? false
+                }
+                #expect(seen, "\(stage)")
+            }
+            // Only the decode of a real image takes measurable CPU for sure.
+            #expect(try recorded.expectTimer(PipelineMetricLabels.stageCPUTime, [("stage", "decode")]).values.max() ?? 0 > 0)
+        }
+    }
 }

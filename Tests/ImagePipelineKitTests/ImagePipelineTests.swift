@@ -38,4 +38,20 @@ struct ImagePipelineTests {
         #expect(configuration.totalBytesForAllMemoryCaches == 0)
         #expect(ImagePipeline.knownIdentifiers(cacheRoot: root) == ["known" + suffix])
     }
+
+    @Test("The operation queue is as wide as the download limit plus one decoding fetch per core, and follows both")
+    func operationQueueWidth() {
+        let configuration = GlobalConfiguration()
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        #expect(configuration.maxConcurrentImageDecodeCount == cores)
+        #expect(configuration.operationQueue.maxConcurrentOperationCount == 4 + cores)
+        configuration.maxConcurrentImagePipelineDownloadCount = 8
+        #expect(configuration.operationQueue.maxConcurrentOperationCount == 8 + cores)
+        configuration.maxConcurrentImageDecodeCount = 3
+        #expect(configuration.operationQueue.maxConcurrentOperationCount == 11)
+        configuration.maxConcurrentImageDecodeCount = 0   // resets to the default
+        #expect(configuration.maxConcurrentImageDecodeCount == cores)
+        configuration.maxConcurrentImagePipelineDownloadCount = -1   // unlimited downloads: an unlimited queue
+        #expect(configuration.operationQueue.maxConcurrentOperationCount == OperationQueue.defaultMaxConcurrentOperationCount)
+    }
 }

@@ -16,7 +16,8 @@ import Foundation
 /// Thread-safe: every method takes the disk caches' lock (shared by all pipelines, as TIP's disk queue is).
 /// Do not call it from the delegate queue.
 public final class DiskCache: @unchecked Sendable {
-    // @unchecked: `index`, `pendingTouches` and the files are used only under `pool`'s lock.
+    // @unchecked: `index`, `pendingTouches` and the files are used only under `pool`'s lock (a write's own temp
+    // file aside, see `write(_:row:key:if:published:)`).
 
     /// The pipeline's directory.
     public let directory: String
@@ -143,22 +144,19 @@ public final class DiskCache: @unchecked Sendable {
     public func storeComplete(_ image: CachedImageData, identifier: String, forced: Bool = false) -> Bool {
         DelegateQueueDiagnostics.noteHeavyWork()
         guard !image.data.isEmpty else { return false }
-        return pool.withLock {
-            let key = EntryKey(identifier: identifier, partial: false)
-            if !forced, let existing = try? _locked_row(key),
-               !MemoryCache.completeShouldReplace(existing.cachedImage(Data(), lastAccess: existing.lastAccess), with: image) {
-                return false
-            }
-            let row = Row(url: image.url, dimensions: image.dimensions, bytes: image.data.count, lastAccess: image.lastAccess,
-                          ttl: image.timeToLive, updatesExpiry: image.updatesExpiryOnAccess, lastModified: nil,
-                          entityTag: nil, expectedLength: 0, placeholder: image.isPlaceholder, animated: image.isAnimated)
-            guard _locked_write(image.data, row: row, key: key) else { return false }
+        let key = EntryKey(identifier: identifier, partial: false)
+        let row = Row(url: image.url, dimensions: image.dimensions, bytes: image.data.count, lastAccess: image.lastAccess,
+                      ttl: image.timeToLive, updatesExpiry: image.updatesExpiryOnAccess, lastModified: nil,
+                      entityTag: nil, expectedLength: 0, placeholder: image.isPlaceholder, animated: image.isAnimated)
+        let replaces: () -> Bool = { [self] in
+            guard !forced, let existing = try? _locked_row(key) else { return true }
+            return MemoryCache.completeShouldReplace(existing.cachedImage(Data(), lastAccess: existing.lastAccess), with: image)
+        }
+        return write(image.data, row: row, key: key, if: replaces) { [self] in
             let partial = EntryKey(identifier: identifier, partial: true)
             if let old = try? _locked_row(partial), (old.dimensions?.area ?? 0) <= image.dimensions.area {
                 _locked_delete(partial)
             }
-            pool._locked_prune(priority: owner)
-            return (try? _locked_row(key)) != nil
         }
     }
 
@@ -167,20 +165,15 @@ public final class DiskCache: @unchecked Sendable {
     public func storePartial(_ partial: PartialImageData, identifier: String) -> Bool {
         DelegateQueueDiagnostics.noteHeavyWork()
         guard !partial.data.isEmpty else { return false }
-        return pool.withLock {
-            if let complete = try? _locked_row(EntryKey(identifier: identifier, partial: false)),
-               (complete.dimensions?.area ?? 0) >= (partial.dimensions?.area ?? 0) {
-                return false
-            }
-            let row = Row(url: partial.url, dimensions: partial.dimensions, bytes: partial.data.count,
-                          lastAccess: partial.lastAccess, ttl: partial.timeToLive, updatesExpiry: partial.updatesExpiryOnAccess,
-                          lastModified: partial.lastModified, entityTag: partial.entityTag,
-                          expectedLength: partial.expectedByteCount, placeholder: false, animated: false)
-            let key = EntryKey(identifier: identifier, partial: true)
-            guard _locked_write(partial.data, row: row, key: key) else { return false }
-            pool._locked_prune(priority: owner)
-            return (try? _locked_row(key)) != nil
+        let row = Row(url: partial.url, dimensions: partial.dimensions, bytes: partial.data.count,
+                      lastAccess: partial.lastAccess, ttl: partial.timeToLive, updatesExpiry: partial.updatesExpiryOnAccess,
+                      lastModified: partial.lastModified, entityTag: partial.entityTag,
+                      expectedLength: partial.expectedByteCount, placeholder: false, animated: false)
+        let noLargerComplete: () -> Bool = { [self] in
+            guard let complete = try? _locked_row(EntryKey(identifier: identifier, partial: false)) else { return true }
+            return (complete.dimensions?.area ?? 0) < (partial.dimensions?.area ?? 0)
         }
+        return write(partial.data, row: row, key: EntryKey(identifier: identifier, partial: true), if: noLargerComplete) {}
     }
 
     /// Deletes both parts of `identifier`.
@@ -293,19 +286,50 @@ public final class DiskCache: @unchecked Sendable {
         pool._locked_report(.diskCacheEntryCorrupt(identifier: key.identifier, reason: reason))
     }
 
-    /// temp file → fsync → rename over the entry's file → index row (with the new inode) in one transaction.
-    private func _locked_write(_ data: Data, row: Row, key: EntryKey) -> Bool {
-        let limits = pool._locked_limits()
-        guard data.count <= limits.maxEntryBytes, limits.maxBytes > 0 else {
-            pool._locked_report(.imageTooLargeToStoreInDiskCache(identifier: key.identifier, bytes: data.count))
+    /// Writes an entry: temp file → fsync → rename over the entry's file → index row (with the new inode) in
+    /// one transaction, then `published` and the pool's pruning, when `accepts` (called holding the lock) says
+    /// the bytes belong there. Returns whether the entry is on disk.
+    ///
+    /// The temp file is written and flushed without the pool's lock: an fsync takes milliseconds, and every
+    /// disk cache of the process, reads included, waits for that lock. The file's name is unique to this
+    /// write and the sweep leaves young write files alone, so nothing else touches it meanwhile. Since
+    /// another store may land during the write, `accepts` is asked again before the rename.
+    private func write(_ data: Data, row: Row, key: EntryKey, if accepts: () -> Bool, published: () -> Void) -> Bool {
+        let fits = pool.withLock { () -> Bool in
+            guard accepts() else { return false }
+            let limits = pool._locked_limits()
+            guard data.count <= limits.maxEntryBytes, limits.maxBytes > 0 else {
+                pool._locked_report(.imageTooLargeToStoreInDiskCache(identifier: key.identifier, bytes: data.count))
+                return false
+            }
+            return true
+        }
+        guard fits else { return false }
+        let temporary = path(Self.writeFileNamePrefix + "\(UInt64.random(in: 0...UInt64.max))")
+        do {
+            try fileSystem.write(data, to: temporary)
+        } catch {
+            fileSystem.remove(temporary)
+            pool.withLock { pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier, error: error)) }
             return false
         }
+        return pool.withLock {
+            guard accepts(), _locked_publish(temporary, row: row, key: key) else {
+                fileSystem.remove(temporary)
+                return false
+            }
+            published()
+            pool._locked_prune(priority: owner)
+            return (try? _locked_row(key)) != nil
+        }
+    }
+
+    /// Renames a written temp file over `key`'s file and records its row.
+    private func _locked_publish(_ temporary: String, row: Row, key: EntryKey) -> Bool {
         let name = fileName(key)
-        let temporary = path(Self.writeFileNamePrefix + "\(UInt64.random(in: 0...UInt64.max))")
         let old = try? _locked_row(key)
         var row = row
         do {
-            try fileSystem.write(data, to: temporary)
             // The rename and the row under one hold of the write lock: another process reading this entry sees
             // the old file with the old row or the new file with the new row (see `_locked_read`).
             try index.holdingWriteLock {
@@ -316,7 +340,6 @@ public final class DiskCache: @unchecked Sendable {
                 try index.upsert(row, key: key, file: name)
             }
         } catch {
-            fileSystem.remove(temporary)
             pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier,
                                                       error: error as? DiskCacheError ?? .index("\(error)")))
             return false

@@ -27,7 +27,8 @@ final class DiskCachePool: LimitedCachePool, @unchecked Sendable {
         self.problems = problems
     }
 
-    /// Runs `body` holding the disk lock (the only way to touch a disk cache's index or files).
+    /// Runs `body` holding the disk lock (the only way to touch a disk cache's index or files, except a new
+    /// entry's temp file, which only its writer knows).
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }

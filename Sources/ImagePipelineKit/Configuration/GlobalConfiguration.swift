@@ -42,6 +42,9 @@ public final class GlobalConfiguration: Sendable {
     private let diskProblems = ProblemRelay()
     private let currentLogger = Locked<Logger?>(nil)
     private let currentDownloadLimits = Locked(DownloadLimits())
+    private let decodeSlots = Locked(GlobalConfiguration.defaultMaxConcurrentImageDecodeCount)
+    /// See ``recordsStageCPUTime``; read once per stage of every fetch, hence an atomic.
+    let stageCPUTimeSwitch = Atomic<Bool>(false)
     /// See ``metricsFactory``; `nil` reads `MetricsSystem.factory` at each use.
     let chosenMetricsFactory = Locked<(any MetricsFactory)?>(nil)
 
@@ -49,14 +52,41 @@ public final class GlobalConfiguration: Sendable {
         weak var observer: (any ImagePipelineObserver)?
     }
 
-    /// The queue fetch and store operations run on (TIP: one shared queue, 6 at a time).
+    /// The queue fetch and store operations run on (TIP's one shared queue, at utility QoS).
+    ///
+    /// A fetch holds its slot from start to finish, its download included, so the queue's width is set to
+    /// ``maxConcurrentImagePipelineDownloadCount`` plus ``maxConcurrentImageDecodeCount``: the fetches that
+    /// download, and beside them as many as there are cores to decode and scale. On a two-core machine that is
+    /// TIP's 6. Setting either property sets the width again; with unlimited downloads the width is unlimited.
     public let operationQueue: OperationQueue = {
         let queue = OperationQueue()
         queue.name = "ImagePipelineKit.operations"
-        queue.maxConcurrentOperationCount = 6
+        queue.maxConcurrentOperationCount = 4 + GlobalConfiguration.defaultMaxConcurrentImageDecodeCount
         queue.qualityOfService = .utility
         return queue
     }()
+
+    /// One per active processor core: see ``maxConcurrentImageDecodeCount``.
+    public static let defaultMaxConcurrentImageDecodeCount = max(ProcessInfo.processInfo.activeProcessorCount, 1)
+
+    /// How many fetch and store operations may run beyond the downloading ones, to decode, scale and encode
+    /// (``operationQueue`` says how it sets the queue's width). Default
+    /// ``defaultMaxConcurrentImageDecodeCount``, so a pipeline on a many-core server decodes on every core
+    /// while the download limit stays TIP's; a value below 1 resets it to the default.
+    public var maxConcurrentImageDecodeCount: Int {
+        get { decodeSlots.withLock { $0 } }
+        set {
+            decodeSlots.withLock { $0 = newValue < 1 ? Self.defaultMaxConcurrentImageDecodeCount : newValue }
+            updateOperationQueueWidth()
+        }
+    }
+
+    private func updateOperationQueueWidth() {
+        let downloads = maxConcurrentImagePipelineDownloadCount
+        operationQueue.maxConcurrentOperationCount = downloads < 0
+            ? OperationQueue.defaultMaxConcurrentOperationCount
+            : downloads + maxConcurrentImageDecodeCount
+    }
 
     /// Where delegate callbacks and completions are delivered: a serial queue. Default `DispatchQueue.main`.
     /// A fetch started on it completes before returning when the rendered cache has the image.
@@ -97,7 +127,10 @@ public final class GlobalConfiguration: Sendable {
     /// How many downloads run at once (TIP's default 4): negative is unlimited, 0 starts none.
     public var maxConcurrentImagePipelineDownloadCount: Int {
         get { coordinator.withLock { $0?.maxConcurrentDownloads } ?? 4 }
-        set { downloadCoordinator.maxConcurrentDownloads = newValue }
+        set {
+            downloadCoordinator.maxConcurrentDownloads = newValue
+            updateOperationQueueWidth()
+        }
     }
 
     /// The most bytes of decoded pixels the fetches' decodes may hold at once, all pipelines on this

@@ -14,6 +14,8 @@ import Foundation
 /// - `image_pipeline_fetch_duration` (timer): `pipeline`, `result`.
 /// - `image_pipeline_problems` (counter): `problem` (``ImagePipelineProblem/kind``, such as
 ///   `diskCacheWriteFailed` for a store a full disk refused).
+/// - `image_pipeline_stage_cpu_time` (timer): `stage` (a ``PipelineStage``); only while
+///   ``GlobalConfiguration/recordsStageCPUTime`` is on.
 public enum PipelineMetricLabels {
     public static let fetches = "image_pipeline_fetches"
     public static let cacheLookups = "image_pipeline_cache_lookups"

@@ -18,7 +18,11 @@ extension FetchOperation {
             }
             // The in-memory caches take the image before the final callback: a fetch the delegate starts from
             // there finds it.
-            if percolates { pipeline.caches.percolate(cached, readFrom: tier, identifier: plan.identifier) }
+            if percolates {
+                pipeline.configuration.measuring(.memoryStore) {
+                    pipeline.caches.percolate(cached, readFrom: tier, identifier: plan.identifier)
+                }
+            }
             let (image, transformed) = _queue_transform(decoded.container, progress: 1)
             _queue_keepRendered(image, from: cached.url, sourceDimensions: decoded.properties.dimensions,
                                 isPlaceholder: cached.isPlaceholder, transformed: transformed)
@@ -38,7 +42,9 @@ extension FetchOperation {
         decodeClaims.append(claim)
         let decoded = try DecodeInterruption.$current.withValue(interruption) {
             try DecodeMemoryBudget.Claim.$current.withValue(claim) {
-                try CodecCatalogue.shared.decode(data, target: plan.target, configuration: plan.decoderConfiguration)
+                try pipeline.configuration.measuring(.decode) {
+                    try CodecCatalogue.shared.decode(data, target: plan.target, configuration: plan.decoderConfiguration)
+                }
             }
         }
         pipeline.configuration.recordDecode(of: decoded.properties.type, duration: ContinuousClock.now - started)
@@ -105,10 +111,13 @@ extension FetchOperation {
     /// Applies the request's transformer and scales its result to the target; `transformed` is false when
     /// there is none or it left the image as it was.
     func _queue_transform(_ image: ImageContainer, progress: Double) -> (image: ImageContainer, transformed: Bool) {
-        guard let transformer = plan.transformer,
-              let result = transformer.transform(image, progress: progress, targetSizing: plan.target)
-        else { return (image, false) }
-        return ((try? result.scaled(for: plan.target)) ?? result, true)
+        guard let transformer = plan.transformer else { return (image, false) }
+        return pipeline.configuration.measuring(.transform) {
+            guard let result = transformer.transform(image, progress: progress, targetSizing: plan.target) else {
+                return (image, false)
+            }
+            return ((try? result.scaled(for: plan.target)) ?? result, true)
+        }
     }
 
     // MARK: - The rendered cache
@@ -120,10 +129,12 @@ extension FetchOperation {
     func _queue_keepRendered(_ image: ImageContainer, from url: URL, sourceDimensions: PixelSize, isPlaceholder: Bool,
                              transformed: Bool) {
         guard plan.keys.mayKeepRendered(isPlaceholder: isPlaceholder, transformed: transformed) else { return }
-        pipeline.caches.keepRendered(
-            RenderedImage(image: image, transformerIdentifier: plan.keys.renderedTransformerIdentifier(transformed: transformed),
-                          sourceDimensions: sourceDimensions, url: url),
-            identifier: plan.identifier)
+        pipeline.configuration.measuring(.renditionStore) {
+            pipeline.caches.keepRendered(
+                RenderedImage(image: image, transformerIdentifier: plan.keys.renderedTransformerIdentifier(transformed: transformed),
+                              sourceDimensions: sourceDimensions, url: url),
+                identifier: plan.identifier)
+        }
         // Fetches of this rendition still waiting in the operation queue need no turn of it. One with
         // dependencies left waits for them, and then finds the rendition when it starts.
         //

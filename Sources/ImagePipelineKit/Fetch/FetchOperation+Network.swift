@@ -136,13 +136,14 @@ extension FetchOperation {
         guard result.isOwner else { return _queue_succeed(image, percolate: keepRendition) }
         pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)
         let caches = pipeline.caches
-        let inMemory = caches.keepDownloaded(cached, identifier: plan.identifier)
+        let configuration = pipeline.configuration
+        let inMemory = configuration.measuring(.memoryStore) { caches.keepDownloaded(cached, identifier: plan.identifier) }
         _queue_succeed(image) { [self] in
             defer {
                 stored()
                 keepRendition?()
             }
-            let onDisk = caches.writeDownloadedToDisk(cached, identifier: plan.identifier)
+            let onDisk = configuration.measuring(.diskWrite) { caches.writeDownloadedToDisk(cached, identifier: plan.identifier) }
             if inMemory || onDisk {
                 pipeline.announceStore(StoredImageInfo(
                     pipelineIdentifier: pipeline.identifier, identifier: plan.identifier, url: plan.url,

@@ -51,6 +51,11 @@ extension FetchOperation {
         guard pipeline.caches.renditionTables != nil, transformed == (plan.transformer != nil),
               let key = plan.keys.renditionKey(of: source) else { return nil }
         let caches = pipeline.caches
-        return { caches.keepRendition(image.bitmap, key: image.isAnimated ? key.firstFrame : key) }
+        let configuration = pipeline.configuration
+        return {
+            configuration.measuring(.renditionStore) {
+                caches.keepRendition(image.bitmap, key: image.isAnimated ? key.firstFrame : key)
+            }
+        }
     }
 }

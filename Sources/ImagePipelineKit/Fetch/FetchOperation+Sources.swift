@@ -105,14 +105,17 @@ extension FetchOperation {
         // With rendition tables, what the tier knows of the image names its rendition, which then needs no decode.
         // Memory holds the bytes anyway, so its entry is read once; on disk the index alone is asked, and the
         // file is read only when the tables miss.
-        let memoryEntry = tier == .memory ? pipeline.caches.entry(in: .memory, identifier: plan.identifier) : nil
+        let caches = pipeline.caches
+        let memoryEntry = tier == .memory
+            ? pipeline.configuration.measuring(.cacheRead) { caches.entry(in: .memory, identifier: plan.identifier) } : nil
         if pipeline.caches.renditionTables != nil, plan.keys.keepsRenditions,
            let info = tier == .memory ? memoryEntry?.complete.map(CachedImageInfo.init)
                                       : pipeline.caches.diskImageInfo(identifier: plan.identifier),
            info.url == plan.url, _queue_showRendition(of: info, source: tier.loadSource) == .final {
             return .finished
         }
-        let entry = tier == .memory ? memoryEntry : pipeline.caches.entry(in: .disk, identifier: plan.identifier)
+        let entry = tier == .memory
+            ? memoryEntry : pipeline.configuration.measuring(.cacheRead) { caches.entry(in: .disk, identifier: plan.identifier) }
         let afterImage: @Sendable () -> Void = { [self] in _queue_continue(with: _queue_partialOutcome(entry)) }
         if let complete = entry?.complete {
             if complete.url == plan.url {

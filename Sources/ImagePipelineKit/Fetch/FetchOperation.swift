@@ -295,7 +295,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         let claims = decodeClaims
         decodeClaims = []
         _queue_onDelegateQueue { [self] in
-            if let delegate { callback(delegate) }
+            if let delegate { pipeline.configuration.measuring(.delivery) { callback(delegate) } }
             // Given back once the delegate has the image (or the error): from here the pixels are the app's.
             claims.forEach { $0.releaseAll() }
             guard let then else { return markFinished() }

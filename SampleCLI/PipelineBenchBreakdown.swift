@@ -1,0 +1,95 @@
+import CoreMetrics
+import Foundation
+import ImagePipelineKit
+import PipelineLocking
+
+/// Where a benchmark's CPU time went: the pipeline's own stage times (``PipelineStage``, recorded while
+/// ``GlobalConfiguration/recordsStageCPUTime`` is on), the event-loop threads of SwiftNIO (the loopback origin
+/// and the HTTP client share them), and the rest of the process (queue hops, locks, bookkeeping).
+final class StageTimeCollector: MetricsFactory, Sendable {
+    private let nanoseconds = Locked<[String: Int64]>([:])
+
+    /// CPU nanoseconds recorded per stage so far.
+    var totals: [String: Int64] { nanoseconds.withLock { $0 } }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { Ignored() }
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler { Ignored() }
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        guard label == PipelineMetricLabels.stageCPUTime, let stage = dimensions.first(where: { $0.0 == "stage" })?.1 else {
+            return Ignored()
+        }
+        return StageTimer(collector: self, stage: stage)
+    }
+    func destroyCounter(_ handler: any CounterHandler) {}
+    func destroyRecorder(_ handler: any RecorderHandler) {}
+    func destroyTimer(_ handler: any TimerHandler) {}
+
+    private final class StageTimer: TimerHandler, Sendable {
+        let collector: StageTimeCollector
+        let stage: String
+        init(collector: StageTimeCollector, stage: String) {
+            self.collector = collector
+            self.stage = stage
+        }
+        func recordNanoseconds(_ duration: Int64) { collector.nanoseconds.withLock { $0[stage, default: 0] += duration } }
+    }
+
+    private final class Ignored: CounterHandler, RecorderHandler, TimerHandler, Sendable {
+        func increment(by: Int64) {}
+        func reset() {}
+        func record(_ value: Int64) {}
+        func record(_ value: Double) {}
+        func recordNanoseconds(_ duration: Int64) {}
+    }
+}
+
+/// CPU time of the whole process and of its SwiftNIO event-loop threads, read from the kernel.
+struct ProcessCPUSnapshot {
+    var process: Double
+    var eventLoops: Double
+
+    static func now() -> ProcessCPUSnapshot {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let process = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return ProcessCPUSnapshot(process: process, eventLoops: eventLoopSeconds())
+    }
+
+    /// The CPU seconds of the threads SwiftNIO names `NIO-…` (its event loops live as long as the process, so
+    /// a difference of two readings is their share of what happened in between).
+    private static func eventLoopSeconds() -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.reduce(0) { total, task in
+            guard let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
+                  name.hasPrefix("NIO-"),
+                  let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+                  let afterName = stat.range(of: ") ")
+            else { return total }
+            // Fields after the name: state is the 3rd field of the line, utime the 14th and stime the 15th.
+            let fields = stat[afterName.upperBound...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return total }
+            return total + (user + system) / ticks
+        }
+    }
+}
+
+/// Prints CPU time per image by stage, for `images` fetches between `before` and `after`.
+func printStageBreakdown(images: Int, stages: [String: Int64], before: ProcessCPUSnapshot, after: ProcessCPUSnapshot) {
+    let perImage = { (seconds: Double) in seconds / Double(max(images, 1)) * 1e6 }
+    let total = after.process - before.process
+    let loops = after.eventLoops - before.eventLoops
+    let staged = Double(stages.values.reduce(0, +)) / 1e9
+    let row = { (name: String, seconds: Double) in
+        let share = String(format: "%8.0f  %5.1f%%", perImage(seconds), seconds / max(total, 1e-9) * 100)
+        print("  " + name.padding(toLength: 16, withPad: " ", startingAt: 0) + share)
+    }
+    print("CPU per image (microseconds), where it went:")
+    for stage in PipelineStage.allCases { row(stage.rawValue, Double(stages[stage.rawValue] ?? 0) / 1e9) }
+    row("event loops", loops)
+    row("other", max(total - loops - staged, 0))
+    print("  " + "total".padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: "%8.0f  (the whole process)", perImage(total)))
+    print("  event loops: SwiftNIO threads, the loopback origin's sending and the HTTP client's receiving together;")
+    print("  other: the rest of the process (queue hops, locks, coordinator and bookkeeping outside the stages).")
+}
