@@ -257,6 +257,18 @@ static int read_rows(struct ipk_jpeg_decoder *d) {
 
 /* ---- the state machine ------------------------------------------------------------------------------- */
 
+/* A preview is replaced within moments by a better one, so its output pass skips block smoothing, which
+   estimates the AC coefficients not received yet from the neighbouring blocks and costs about as much as the
+   rest of the pass: the early scans then show as 8x8 blocks rather than blurred. libjpeg allows changing it
+   between the output passes of buffered-image mode, and the final pass turns it back on. */
+static void set_preview_pass_speed(struct jpeg_decompress_struct *c) {
+    c->do_block_smoothing = FALSE;
+}
+
+static void set_final_pass_quality(struct jpeg_decompress_struct *c) {
+    c->do_block_smoothing = TRUE;
+}
+
 /* Consumes input in buffered mode until it suspends or reaches EOI; counts complete scans. */
 static ipk_jpeg_status consume_buffered(struct ipk_jpeg_decoder *d) {
     struct jpeg_decompress_struct *c = &d->cinfo;
@@ -279,7 +291,8 @@ static ipk_jpeg_status consume_buffered(struct ipk_jpeg_decoder *d) {
         }
     }
     if (d->info.input_complete) {
-        /* The final output pass: every scan, then release libjpeg's state. */
+        /* The final output pass: every scan at full quality, then release libjpeg's state. */
+        set_final_pass_quality(c);
         jpeg_start_output(c, c->input_scan_number);
         read_rows(d);
         jpeg_finish_output(c);
@@ -360,6 +373,7 @@ int ipk_jpeg_decoder_render_progressive(ipk_jpeg_decoder *d) {
        input (so they cannot suspend), and the pass still uses every coefficient received so far. */
     if (c->input_scan_number < 2) return 0;
     if (setjmp(d->err.jump)) return fail(d);
+    set_preview_pass_speed(c);
     jpeg_start_output(c, c->input_scan_number - 1);
     read_rows(d);
     jpeg_finish_output(c);
