@@ -7,7 +7,7 @@ import TestSupport
 
 /// Content negotiation against the loopback origin: a CDN-style path with an AVIF and a JPEG variant.
 @Suite("Content negotiation: the origin serves AVIF to a pipeline that asks for it", .serialized,
-       .enabled(if: NegotiationFixtures.avifenc != nil, "avifenc not installed (libavif-bin): skipped"))
+       .enabled(if: ModernFormatTool.path("avifenc") != nil, "avifenc not installed (libavif-bin): skipped"))
 struct ContentNegotiationTests {
     @Test("A fetch's Accept lists image/avif first, gets the AVIF variant and decodes it", arguments: CoordinatorDownloader.allCases)
     func pipelineGetsAVIF(kind: CoordinatorDownloader) async throws {
@@ -45,11 +45,6 @@ struct ContentNegotiationTests {
 }
 
 enum NegotiationFixtures {
-    static var avifenc: String? {
-        (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
-            .map { "\($0)/avifenc" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-
     /// A 96x64 AVIF made by avifenc from a PNG we encode, and a 40x30 JPEG.
     static func variants() async throws -> (avif: Data, jpeg: Data) {
         let bitmap = try Bitmap(width: 96, height: 64) { pixels, stride in
@@ -60,7 +55,7 @@ enum NegotiationFixtures {
         defer { try? FileManager.default.removeItem(at: directory) }
         let png = directory.appendingPathComponent("in.png"), avif = directory.appendingPathComponent("out.avif")
         try CodecCatalogue.shared.encode(ImageContainer(bitmap: bitmap), as: .png).write(to: png)
-        let outcome = try await ChildProcess.run(try #require(avifenc), ["-s", "10", png.path, avif.path], timeout: 60)
+        let outcome = try await ChildProcess.run(try #require(ModernFormatTool.path("avifenc")), ["-s", "10", png.path, avif.path], timeout: 60)
         try #require(outcome.exitCode == 0, "avifenc failed")
         let small = try Bitmap(width: 40, height: 30) { pixels, stride in memset(pixels, 0xFF, stride * 30) }
         return (try Data(contentsOf: avif), try CodecCatalogue.shared.encode(ImageContainer(bitmap: small), as: .jpeg))

@@ -109,6 +109,9 @@ final class AVIFDecodingSession: ImageDecodingSession {
             guard result == AVIF_RESULT_OK else { try fail(error(for: result)) }
             let bitmap = try convertCurrentImage(decoder.pointee.image.pointee)
             frames.append(ImageFrame(bitmap: bitmap, duration: decoder.pointee.imageTiming.duration))
+            // Frames known so far, as the other codecs count them: a fetch shows an animation's first frame
+            // once a second one has been decoded.
+            properties?.frameCount = frames.count
             progress = .didLoadFrame
         }
         complete()
@@ -133,7 +136,7 @@ final class AVIFDecodingSession: ImageDecodingSession {
         appliedOrientation = configuration.appliesOrientation ? orientation : .up
         properties = ImageProperties(
             type: .avif, dimensions: appliedOrientation.displayedSize(ofStored: stored),
-            isAnimated: frameCount > 1, frameCount: frameCount, hasAlpha: decoder.pointee.alphaPresent != 0,
+            isAnimated: frameCount > 1, frameCount: 1, hasAlpha: decoder.pointee.alphaPresent != 0,
             orientation: orientation)
     }
 

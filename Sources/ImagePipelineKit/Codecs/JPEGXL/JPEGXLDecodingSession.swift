@@ -172,10 +172,12 @@ final class JPEGXLDecodingSession: ImageDecodingSession {
         basicInfo = info
         let orientation = ImageOrientation(exifValue: Int(info.orientation.rawValue))
         appliedOrientation = configuration.appliesOrientation ? orientation : .up
+        // A still is progressive by design (a VarDCT frame sends its 1:8 DC image first, `cjxl -p` adds passes),
+        // so the pipeline's progressive path may show its passes; an animation shows its first frame instead.
         properties = ImageProperties(
             type: .jxl, dimensions: appliedOrientation.displayedSize(ofStored: stored),
-            isAnimated: info.have_animation != 0, hasAlpha: info.alpha_bits != 0, orientation: orientation,
-            loopCount: Int(info.animation.num_loops))
+            isProgressive: info.have_animation == 0, isAnimated: info.have_animation != 0,
+            hasAlpha: info.alpha_bits != 0, orientation: orientation, loopCount: Int(info.animation.num_loops))
     }
 
     /// A new frame: its duration, and the limits checked for every frame so far plus this one.
@@ -209,6 +211,8 @@ final class JPEGXLDecodingSession: ImageDecodingSession {
         guard let canvas else { try fail(.corrupt("JPEG XL image without a frame")) }
         if properties?.hasAlpha == true { Self.premultiply(canvas.pointer, canvas: canvas) }
         frames.append(ImageFrame(bitmap: canvas.freeze(), duration: frameDuration))
+        // Frames known so far: a fetch shows an animation's first frame once it has seen the second.
+        properties?.frameCount = frames.count
         self.canvas = nil
         hasPass = false
         if !configuration.decodesAnimation { complete() }
