@@ -91,6 +91,16 @@ struct AVIFCodecTests {
         #expect(try fed.session.render(.completeImage, target: .original)?.frameCount == 4)
     }
 
+    @Test("A decode nobody wants any more stops before its next frame, as interrupted")
+    func interruption() throws {
+        let file = try Self.animation()
+        let session = AVIFDecoder().makeSession(configuration: .default, expectedByteCount: file.count)
+        #expect(throws: ImageCodecError.interrupted) {
+            try DecodeInterruption.$current.withValue(DecodeInterruption { true }) { _ = try session.append(file) }
+        }
+        #expect(throws: ImageCodecError.interrupted) { try session.render(.anyProgress, target: .original) }
+    }
+
     @Test("Cut at 48 lengths, a still ends in a typed error (truncated or corrupt), never a crash")
     func truncations() throws {
         let file = try Self.avif()

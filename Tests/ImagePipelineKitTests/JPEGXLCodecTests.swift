@@ -66,6 +66,16 @@ struct JPEGXLCodecTests {
         #expect(ModernFormatFixtures.maxDifference(final.bitmap, reference) <= Self.tolerance)
     }
 
+    @Test("A decode nobody wants any more stops at its next frame, as interrupted")
+    func interruption() throws {
+        let file = try Self.jxl()
+        let session = JPEGXLDecoder().makeSession(configuration: .default, expectedByteCount: file.count)
+        #expect(throws: ImageCodecError.interrupted) {
+            try DecodeInterruption.$current.withValue(DecodeInterruption { true }) { _ = try session.append(file) }
+        }
+        #expect(throws: ImageCodecError.interrupted) { try session.render(.anyProgress, target: .original) }
+    }
+
     @Test("Decoding at a target size scales the full decode to exactly that size")
     func targetSize() throws {
         let target = TargetSizing(dimensions: PixelSize(width: 48, height: 48), contentMode: .fit)
