@@ -74,6 +74,12 @@ struct AVIFCodecTests {
         #expect(ModernFormatFixtures.maxDifference(stored.container.bitmap, plain) == 0)
     }
 
+    @Test("A photo's EXIF orientation, carried by avifenc, stands the AVIF upright like the JPEG (mean difference ≤ 4)",
+          .enabled(if: Corpus.isAvailable, Corpus.missingMessage))
+    func exifOrientation() throws {
+        try ModernFormatFixtures.checkCarriedOrientation("avifenc", arguments: ["-s", "10"], output: "o.avif", meanTolerance: 4)
+    }
+
     @Test("Decoding at a target size scales the full decode to exactly that size")
     func targetSize() throws {
         let target = TargetSizing(dimensions: PixelSize(width: 48, height: 48), contentMode: .fit)

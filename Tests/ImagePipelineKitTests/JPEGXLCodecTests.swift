@@ -76,6 +76,13 @@ struct JPEGXLCodecTests {
         #expect(throws: ImageCodecError.interrupted) { try session.render(.anyProgress, target: .original) }
     }
 
+    @Test("A photo's EXIF orientation, carried into the codestream by cjxl, stands the image upright like the JPEG",
+          .enabled(if: Corpus.isAvailable, Corpus.missingMessage), arguments: [[], ["--lossless_jpeg=0"]])
+    func orientation(_ arguments: [String]) throws {
+        // Recompressed JPEG decodes to nearly the same pixels (libjxl's own IDCT); re-encoded pixels are lossy.
+        try ModernFormatFixtures.checkCarriedOrientation("cjxl", arguments: arguments, output: "o.jxl", meanTolerance: 4)
+    }
+
     @Test("Decoding at a target size scales the full decode to exactly that size")
     func targetSize() throws {
         let target = TargetSizing(dimensions: PixelSize(width: 48, height: 48), contentMode: .fit)

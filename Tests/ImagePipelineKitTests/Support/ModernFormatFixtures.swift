@@ -80,6 +80,35 @@ enum ModernFormatFixtures {
         return largest
     }
 
+    /// Mean difference of the premultiplied RGBA samples of two bitmaps of one size.
+    static func meanDifference(_ a: Bitmap, _ b: Bitmap) -> Double {
+        precondition(a.size == b.size)
+        var total = 0
+        for y in 0..<a.height {
+            let rowA = a.row(y), rowB = b.row(y)
+            for i in 0..<(a.width * 4) { total += abs(Int(rowA[i]) - Int(rowB[i])) }
+        }
+        return Double(total) / Double(a.width * a.height * 4)
+    }
+
+    /// A corpus JPEG whose EXIF says "rotate 90° clockwise" (orientation 6), re-encoded by `encoder`, checked
+    /// against our JPEG decode of the original: same upright size, close pixels, and the stored size when
+    /// orientation is not applied. The encoders carry the orientation over (cjxl into the codestream header,
+    /// avifenc as the EXIF item).
+    static func checkCarriedOrientation(_ encoder: String, arguments: [String], output: String, meanTolerance: Double) throws {
+        let original = Corpus.url("conformance/jpeg/exif-orientation/Landscape_6.jpg")
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = try encode(encoder, inputs: [original.path], arguments: arguments, output: output, in: directory)
+        let reference = try CodecCatalogue.shared.decode(Data(contentsOf: original))
+        let decoded = try CodecCatalogue.shared.decode(file)
+        #expect(decoded.properties.orientation == .right)
+        #expect(decoded.properties.dimensions == reference.properties.dimensions)
+        #expect(meanDifference(decoded.container.bitmap, reference.container.bitmap) <= meanTolerance)
+        let stored = try CodecCatalogue.shared.decode(file, configuration: DecoderConfiguration(appliesOrientation: false))
+        #expect(stored.container.bitmap.size == ImageOrientation.right.displayedSize(ofStored: reference.properties.dimensions))
+    }
+
     /// Feeds `data` to a fresh session in `chunk`-byte pieces; returns the session, the progress after each
     /// append, and whether a render was available before the last byte.
     static func feed(_ decoder: any ImageDecoder, _ data: Data, chunk: Int) throws
