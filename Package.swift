@@ -23,6 +23,10 @@ let package = Package(
         .systemLibrary(name: "CGIF", pkgConfig: "libgif", providers: [.apt(["libgif-dev"])]),
         .systemLibrary(name: "CEXIF", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
         .systemLibrary(name: "CWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
+        // libavif and libjxl without pkg-config: their .pc files add -D flags SwiftPM prohibits (a warning on
+        // every build), and Debian puts both headers in /usr/include, where the compiler looks anyway.
+        .systemLibrary(name: "CAVIF", providers: [.apt(["libavif-dev"])]),
+        .systemLibrary(name: "CJXL", providers: [.apt(["libjxl-dev"])]),
         // SQLite for the disk cache's index.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // libwebpmux's animation encoder: only the tests use it, to make animated WebP fixtures.
@@ -38,7 +42,7 @@ let package = Package(
         .target(
             name: "ImagePipelineKit",
             dependencies: [
-                "PipelineLocking", "CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CSQLite",
+                "PipelineLocking", "CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CAVIF", "CJXL", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]

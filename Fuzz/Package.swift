@@ -5,7 +5,7 @@ import PackageDescription
 // and DocC never see fuzzer flags. scripts/fuzz.sh builds them with the instrumentation flags on the command
 // line (not here), because only command-line flags reach the library's own modules and C: flags declared in
 // this manifest would instrument the harnesses alone, and libFuzzer would be blind to the code under test.
-let fuzzTargets = ["FuzzJPEG", "FuzzPNG", "FuzzGIF", "FuzzWebP", "FuzzEXIF", "FuzzIncremental", "FuzzHTTPValues"]
+let fuzzTargets = ["FuzzJPEG", "FuzzPNG", "FuzzGIF", "FuzzWebP", "FuzzAVIF", "FuzzJXL", "FuzzEXIF", "FuzzIncremental", "FuzzHTTPValues"]
 
 let package = Package(
     name: "ImagePipelineKitFuzz",

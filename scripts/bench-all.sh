@@ -6,14 +6,14 @@
 #   ONLY="cache fetch" scripts/bench-all.sh
 #
 # Sections (ONLY= picks some): decode (B5-B10, scripts/bench-decode.sh), peers (Pillow, vips, djpeg side by
-# side, scripts/bench-peers.sh), cache (B1-B4), fetch (B11, scripts/bench-fetch.sh), coalesce (B13),
+# side, scripts/bench-peers.sh), modern (AVIF and JPEG XL against libavif/libjxl, scripts/bench-modern-formats.sh), cache (B1-B4), fetch (B11, scripts/bench-fetch.sh), coalesce (B13),
 # pipeline (B12), scroll (B14, three runs of `sample-cli scroll --warm`). Each section's output is also kept in out/bench/SECTION.txt, from which the
 # README's tables are copied. A section that fails is reported and the others still run; the exit status is
 # 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/bench}
-ONLY=${ONLY:-decode peers cache fetch coalesce pipeline scroll}
+ONLY=${ONLY:-decode peers modern cache fetch coalesce pipeline scroll}
 CLI=.build/release/sample-cli
 mkdir -p "$OUT"
 
@@ -31,6 +31,7 @@ section() { # NAME COMMAND...: runs one section, tees its output to $OUT/NAME.tx
 
 section decode bash scripts/bench-decode.sh
 section peers bash scripts/bench-peers.sh
+section modern bash scripts/bench-modern-formats.sh
 section cache "$CLI" bench cache
 section fetch bash scripts/bench-fetch.sh
 section coalesce "$CLI" bench coalesce

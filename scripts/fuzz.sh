@@ -18,7 +18,7 @@ out=${FUZZ_OUT:-out/fuzz}
 corpus=${IPK_CORPUS:-../shared/corpus}
 scratch=.build-fuzz
 max_seed_bytes=262144
-targets=(FuzzJPEG FuzzPNG FuzzGIF FuzzWebP FuzzEXIF FuzzIncremental FuzzHTTPValues)
+targets=(FuzzJPEG FuzzPNG FuzzGIF FuzzWebP FuzzAVIF FuzzJXL FuzzEXIF FuzzIncremental FuzzHTTPValues)
 [ $# -gt 0 ] && targets=("$@")
 
 # Address sanitizer as well as coverage: most of the decoding is C (ours, and the system libraries'
@@ -92,6 +92,26 @@ seed_incremental() {
     rm -rf "$staging"
 }
 
+# AVIF and JPEG XL seeds made from the corpus's small PNGs with the libraries' own encoders (the corpus has
+# no files of either format): stills, alpha, an image sequence, a progressive and a lossless JPEG XL.
+seed_encoded() {
+    local dir=$1 format=$2 staging
+    staging=$(mktemp -d)
+    max_seed_bytes=16384 seed_files "$staging" png
+    local pngs=("$staging"/*.png) index=0
+    [ -e "${pngs[0]}" ] || { rm -rf "$staging"; return 0; }
+    for png in "${pngs[@]:0:12}"; do
+        index=$((index + 1))
+        case $format in
+            avif) avifenc -s 10 "$png" "$dir/$index.avif" >/dev/null 2>&1 || true ;;
+            jxl) cjxl "$png" "$dir/$index.jxl" >/dev/null 2>&1 || true
+                 cjxl -d 0 -p "$png" "$dir/$index-lossless.jxl" >/dev/null 2>&1 || true ;;
+        esac
+    done
+    [ "$format" = avif ] && { avifenc -s 10 "${pngs[@]:0:1}" "${pngs[@]:0:1}" "$dir/sequence.avif" >/dev/null 2>&1 || true; }
+    rm -rf "$staging"
+}
+
 status=0
 printf '%-16s %12s %8s %10s %9s  %s\n' target executions seconds exec/s corpus result
 for target in "${targets[@]}"; do
@@ -104,6 +124,8 @@ for target in "${targets[@]}"; do
         FuzzPNG) seed_files "$work/seeds" png; dict=(-dict=Fuzz/Dictionaries/png.dict) ;;
         FuzzGIF) seed_files "$work/seeds" gif; dict=(-dict=Fuzz/Dictionaries/gif.dict) ;;
         FuzzWebP) cp Fuzz/Seeds/WebP/*.webp "$work/seeds/"; dict=(-dict=Fuzz/Dictionaries/webp.dict) ;;
+        FuzzAVIF) seed_encoded "$work/seeds" avif ;;
+        FuzzJXL) seed_encoded "$work/seeds" jxl ;;
         FuzzEXIF) seed_exif "$work/seeds"; dict=(-dict=Fuzz/Dictionaries/exif.dict) ;;
         FuzzIncremental) seed_incremental "$work/seeds" ;;
         FuzzHTTPValues) cp Fuzz/Seeds/HTTPValues/* "$work/seeds/"; dict=(-dict=Fuzz/Dictionaries/http.dict) ;;

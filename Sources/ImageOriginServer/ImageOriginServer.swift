@@ -158,6 +158,20 @@ public final class ImageOriginServer: Sendable {
         routes.setAsset(asset, at: path)
     }
 
+    /// Serves `path` by content negotiation from the next request on: each request gets the first of
+    /// `variants` whose media type its `Accept` header accepts, else the last one (see ``OriginVariant``).
+    /// Each variant has its own strong `ETag` and ``defaultLastModified``; an asset set at the same path
+    /// with ``setAsset(_:at:contentType:lastModified:etag:)`` wins. An empty list stops the negotiation.
+    /// - Parameters:
+    ///   - variants: the representations, most preferred first; the last is the fallback.
+    ///   - path: the route, as for ``setAsset(_:at:contentType:lastModified:etag:)``.
+    public func setVariants(_ variants: [OriginVariant], at path: String) {
+        routes.variants.set(variants.map {
+            OriginAsset(data: $0.data, contentType: $0.mediaType, lastModified: Self.defaultLastModified,
+                        etag: OriginAsset.derivedETag(for: $0.data))
+        }, at: path)
+    }
+
     /// Stops serving the in-memory asset at `path` (a directory file at that path is served again).
     public func removeAsset(at path: String) {
         routes.removeAsset(at: path)

@@ -166,7 +166,10 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             _eventLoop_begin(exchange, plan: plan, context: context)
             return
         }
-        let snapshot = routes.snapshot(path: parsed.path, query: parsed.query)
+        var snapshot = routes.snapshot(path: parsed.path, query: parsed.query)
+        if snapshot.asset == nil {
+            snapshot.asset = routes.variants.asset(path: parsed.path, query: parsed.query, accept: head.headers.first(name: "Accept"))
+        }
         let needsFile = snapshot.asset == nil && snapshot.faults.statusOverride == nil
             && snapshot.faults.redirectLocation == nil
         guard needsFile, let directory else {

@@ -33,6 +33,8 @@ final class OriginRoutes: Sendable {
     }
 
     private let state = Locked(State())
+    /// Paths served by content negotiation; a plain asset at the same route wins.
+    let variants = OriginVariantTable()
 
     /// The key a route is stored under: the decoded path (so `/a%20b.jpg` and `/a b.jpg` are one route) and
     /// the query as given. A leading `/` is added when missing.

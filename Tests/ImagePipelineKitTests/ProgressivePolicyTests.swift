@@ -49,6 +49,7 @@ struct ProgressivePolicyTests {
     @Test("The default policies cover JPEG with full frames")
     func defaults() {
         #expect(ProgressiveLoadingDefaults.policies[.jpeg] is FullFrameProgressivePolicy)
-        #expect(ProgressiveLoadingDefaults.policies.count == 1)
+        #expect(ProgressiveLoadingDefaults.policies[.jxl] is FullFrameProgressivePolicy)
+        #expect(ProgressiveLoadingDefaults.policies.count == 2)
     }
 }

@@ -4,7 +4,7 @@ import PipelineLocking
 
 /// Maps image types to codecs (TIP's `TIPImageCodecCatalogue`). Thread-safe.
 ///
-/// ``shared`` starts with the built-in codecs (JPEG, PNG, GIF, WebP); register your own with
+/// ``shared`` starts with the built-in codecs (AVIF, JPEG XL, WebP, PNG, JPEG, GIF); register your own with
 /// ``setCodec(_:)`` or replace a built-in one with ``replaceCodec(for:using:)``.
 public final class CodecCatalogue: Sendable {
     /// The catalogue pipelines use unless told otherwise.

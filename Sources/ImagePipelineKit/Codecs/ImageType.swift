@@ -8,6 +8,10 @@ public struct ImageType: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let gif = ImageType(rawValue: "com.compuserve.gif")
     public static let webp = ImageType(rawValue: "org.webmproject.webp")
     public static let bmp = ImageType(rawValue: "com.microsoft.bmp")
+    /// AV1 Image File Format: stills (`avif` brand) and image sequences (`avis`).
+    public static let avif = ImageType(rawValue: "public.avif")
+    /// JPEG XL, as a bare codestream or in its ISO base media container.
+    public static let jxl = ImageType(rawValue: "public.jpeg-xl")
 
     /// A short lowercase name for output (`jpeg`, `png`, …); the raw identifier for unknown types.
     public var description: String {
@@ -17,6 +21,8 @@ public struct ImageType: RawRepresentable, Hashable, Sendable, CustomStringConve
         case .gif: "gif"
         case .webp: "webp"
         case .bmp: "bmp"
+        case .avif: "avif"
+        case .jxl: "jxl"
         default: rawValue
         }
     }
@@ -29,6 +35,8 @@ public struct ImageType: RawRepresentable, Hashable, Sendable, CustomStringConve
         case .gif: "image/gif"
         case .webp: "image/webp"
         case .bmp: "image/bmp"
+        case .avif: "image/avif"
+        case .jxl: "image/jxl"
         default: nil
         }
     }
@@ -44,6 +52,16 @@ public struct ImageType: RawRepresentable, Hashable, Sendable, CustomStringConve
             return .webp
         }
         if starts([0x42, 0x4D]) { return .bmp }
+        // JPEG XL: the bare codestream's two bytes, or the container's signature box.
+        if starts([0xFF, 0x0A]) || starts([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) {
+            return .jxl
+        }
+        // An ISO base media file whose major brand is AVIF (a compatible brand needs the whole `ftyp` box,
+        // which AVIFDecoder reads).
+        if head.count >= 12, Array(head[4..<8]) == Array("ftyp".utf8),
+           ["avif", "avis"].contains(String(decoding: head[8..<12], as: UTF8.self)) {
+            return .avif
+        }
         return nil
     }
 }

@@ -97,8 +97,10 @@ public struct DisabledProgressivePolicy: ProgressiveLoadingPolicy {
                          dimensions: PixelSize, renderCount: Int) -> ProgressiveUpdateBehavior { .none }
 }
 
-/// The policies used when a request names none (TIP's defaults: full frames for JPEG, the only format whose
-/// codec decodes progressively in TIP).
+/// The policies used when a request names none: full frames for JPEG (TIP's default, the only format whose codec
+/// decodes progressively in TIP) and for JPEG XL, whose complete passes render like JPEG's scans.
 public enum ProgressiveLoadingDefaults {
-    public static let policies: [ImageType: any ProgressiveLoadingPolicy] = [.jpeg: FullFrameProgressivePolicy()]
+    public static let policies: [ImageType: any ProgressiveLoadingPolicy] = [
+        .jpeg: FullFrameProgressivePolicy(), .jxl: FullFrameProgressivePolicy(),
+    ]
 }
