@@ -16,8 +16,8 @@ struct FetchCommand: AsyncParsableCommand {
             --cancel-after-bytes N each download is cancelled once N bytes arrived: the partial image is kept \
             (when the server sent Accept-Ranges and a validator) and the next run resumes it (source \
             networkResumed). With --json, prints one object per URL: {url, identifier, source \
-            (memory|disk|additional|network|networkResumed|null), state, width, height, originalWidth, \
-            originalHeight, bytes (received from the network by this fetch, a resumed part included), \
+            (memory|disk|diskRevalidated|additional|network|networkResumed|null), state, width, height, \
+            originalWidth, originalHeight, bytes (received from the network by this fetch, a resumed part included), \
             resumed, progressiveScans, preview (null or {source, url, width, height}), durationMs, error, \
             errorCode}. A preview is the identifier's image cached from another URL; --preview stop ends the \
             fetch there (state failed, errorCode -2). Exits 0 when every fetch succeeded, 1 otherwise.

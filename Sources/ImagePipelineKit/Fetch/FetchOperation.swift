@@ -76,6 +76,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     var remainingSources = FetchSource.allCases[...]
     /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.
     var resumablePartial: PartialImageData?
+    /// The stale disk image being revalidated with a conditional request (``CacheFreshnessPolicy/http``), from
+    /// the disk step until the origin answers. On `queue`.
+    var revalidatingImage: CachedImageData?
     /// The sources tried so far, for ``metrics``. On `queue`.
     var metricsRecorder = FetchMetricsRecorder()
     /// Scans and first frames shown while downloading. On `queue`.
