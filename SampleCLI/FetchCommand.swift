@@ -49,6 +49,12 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds a cached image stays valid (default 30 days).", valueName: "SECONDS"))
     var ttl: Double?
 
+    @Option(help: """
+        When a disk image may be used without asking the server: ttl (TIP's time to live) or http (the server's \
+        Cache-Control and Expires; stale images with a validator are revalidated, a 304 gives source diskRevalidated).
+        """)
+    var freshness: FreshnessChoice = .ttl
+
     @Flag(help: "Treat the images as placeholders: they never replace real ones and skip the rendered cache.")
     var placeholder = false
 
@@ -117,6 +123,7 @@ struct FetchCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")
         }
+        pipeline.freshnessPolicy = freshness == .http ? .http : .timeToLive
         let requests = urls.map { string in
             GenericFetchRequest(
                 url: URL(string: string)!, identifier: identifier,
@@ -199,6 +206,11 @@ enum PreviewChoice: String, ExpressibleByArgument, CaseIterable {
 /// The downloaders `--network` chooses from.
 enum DownloaderChoice: String, ExpressibleByArgument, CaseIterable {
     case urlsession, httpclient
+}
+
+/// `--freshness ttl|http`: the pipeline's ``CacheFreshnessPolicy``.
+enum FreshnessChoice: String, ExpressibleByArgument, CaseIterable {
+    case ttl, http
 }
 
 /// `--sources memory,disk,additional,network,resume`.
