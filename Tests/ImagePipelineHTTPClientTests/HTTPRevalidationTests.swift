@@ -124,6 +124,55 @@ struct HTTPRevalidationTests {
         }
     }
 
+    @Test("A 304 refreshes the entry's metadata: when it brings a longer max-age, the next fetch uses the disk image without a request",
+          arguments: CoordinatorDownloader.allCases)
+    func notModifiedRefreshesFreshness(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            await Self.primed(h, cacheControl: "max-age=0")
+            // Same bytes, same ETag: only the caching advice changes, and the 304 carries it.
+            h.server.setAsset(h.image, at: "/a.jpg", contentType: "image/jpeg", cacheControl: "max-age=3600")
+            let (revalidated, _) = await Self.fetchFromDisk(h)
+            #expect(revalidated.events.last == .final(.diskRevalidated))
+            #expect(h.pipeline.diskCache?.entry(for: "I")?.complete?.httpMetadata?.cacheControl == "max-age=3600")
+            let (fresh, _) = await Self.fetchFromDisk(h)
+            #expect(fresh.events.last == .final(.diskCache))
+            try await h.server.waitForCompletedRequests(count: 2)
+            #expect(h.server.requests(to: "/a.jpg").map(\.status) == [200, 304])
+        }
+    }
+
+    @Test("A stale image without a validator is downloaded again with a plain request, and the download replaces it",
+          arguments: CoordinatorDownloader.allCases)
+    func staleWithoutValidator(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            h.server.setFaults([.noValidators], for: "/a.jpg")
+            await Self.primed(h, cacheControl: "max-age=0")
+            let first = try #require(h.pipeline.diskCache?.entry(for: "I")?.complete?.httpMetadata)
+            #expect(!first.hasValidator)
+            let (delegate, _) = await Self.fetchFromDisk(h)
+            #expect(delegate.attempts == [.memoryCache, .diskCache, .additionalCache, .network])
+            #expect(delegate.events.last == .final(.network))
+            try await h.server.waitForCompletedRequests(count: 2)
+            let second = try #require(h.server.requests(to: "/a.jpg").last)
+            #expect(second.header("If-None-Match") == nil && second.header("If-Modified-Since") == nil && second.status == 200)
+            let replaced = try #require(h.pipeline.diskCache?.entry(for: "I")?.complete?.httpMetadata)
+            #expect(replaced.receivedAt > first.receivedAt)
+        }
+    }
+
+    @Test("A no-store download cut short leaves no partial to resume, on disk or in memory",
+          arguments: CoordinatorDownloader.allCases)
+    func noStorePartialNotKept(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            h.pipeline.freshnessPolicy = .http
+            h.server.setAsset(h.image, at: "/a.jpg", contentType: "image/jpeg", cacheControl: "no-store")
+            let (delegate, _) = try await h.cancelHalfway()
+            #expect(delegate.events.last == .failure(.cancelled))
+            #expect(h.pipeline.diskCache?.entry(for: "I") == nil)
+            #expect(h.pipeline.memoryCache.entry(for: "I") == nil)
+        }
+    }
+
     @Test("A server that ignores validators answers every revalidation with the whole image: each is delivered from the network and replaces the entry",
           arguments: CoordinatorDownloader.allCases)
     func serverIgnoresValidators(kind: CoordinatorDownloader) async throws {

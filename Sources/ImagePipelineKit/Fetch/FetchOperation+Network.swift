@@ -34,9 +34,10 @@ extension FetchOperation {
         return .waiting
     }
 
-    func _queue_networkDidReceive(status: Int, resumedByteCount: Int, expectedByteCount: Int?) {
+    func _queue_networkDidReceive(_ response: DownloadResponse, resumedByteCount: Int, expectedByteCount: Int?) {
         guard !state.isFinished else { return }
-        if status != 304 { _queue_revalidationAnsweredWithImage() }
+        if response.statusCode != 304 { _queue_revalidationAnsweredWithImage() }
+        responseForbidsStoring = CacheControl(parsing: response.headers.values(for: "Cache-Control")).noStore
         if resumablePartial != nil, resumedByteCount == 0 {
             // The server sent the whole image again: the partial is gone (TIP's "did reset from partial").
             resumablePartial = nil
@@ -168,7 +169,7 @@ extension FetchOperation {
 
     /// A download that stopped early leaves its bytes for the next fetch to resume (never for placeholders).
     private func _queue_keepPartial(_ partial: PartialImageData) {
-        guard !plan.isPlaceholder else { return }
+        guard !plan.isPlaceholder, !(_queue_downloadReplacesSameURL && responseForbidsStoring) else { return }
         var partial = partial
         partial.timeToLive = plan.timeToLive
         partial.updatesExpiryOnAccess = plan.updatesExpiryOnAccess
@@ -190,8 +191,7 @@ final class FetchDownloadClient: DownloadClient {
                      expectedByteCount: Int?) {
         expected.withLock { $0 = expectedByteCount }
         operation.queue.async { [operation] in
-            operation._queue_networkDidReceive(status: response.statusCode, resumedByteCount: resumedByteCount,
-                                               expectedByteCount: expectedByteCount)
+            operation._queue_networkDidReceive(response, resumedByteCount: resumedByteCount, expectedByteCount: expectedByteCount)
         }
     }
 

@@ -79,6 +79,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// The stale disk image being revalidated with a conditional request (``CacheFreshnessPolicy/http``), from
     /// the disk step until the origin answers. On `queue`.
     var revalidatingImage: CachedImageData?
+    /// The download's response said `no-store`: under the HTTP policy, not even its partial bytes are kept. On
+    /// `queue`.
+    var responseForbidsStoring = false
     /// The sources tried so far, for ``metrics``. On `queue`.
     var metricsRecorder = FetchMetricsRecorder()
     /// Scans and first frames shown while downloading. On `queue`.
