@@ -173,6 +173,27 @@ struct HTTPRevalidationTests {
         }
     }
 
+    @Test("Another pipeline's stale disk image is not copied in under the HTTP policy: the fetch downloads it; a fresh one is copied without a request",
+          arguments: CoordinatorDownloader.allCases)
+    func otherPipelinesCopyOnlyFresh(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            await Self.primed(h, cacheControl: "no-cache")
+            let stale = try ImagePipeline(identifier: h.pipeline.identifier + "-2", configuration: h.configuration, cacheRoot: h.root)
+            stale.freshnessPolicy = .http
+            let (downloaded, _) = await h.fetch(h.request(), in: stale)
+            #expect(downloaded.events.last == .final(.network))
+            #expect(h.server.requests(to: "/a.jpg").count == 2)
+
+            h.server.setAsset(h.image, at: "/b.jpg", contentType: "image/jpeg", cacheControl: "max-age=3600")
+            _ = await h.fetch(h.request("/b.jpg", identifier: "B"))
+            let fresh = try ImagePipeline(identifier: h.pipeline.identifier + "-3", configuration: h.configuration, cacheRoot: h.root)
+            fresh.freshnessPolicy = .http
+            let (copied, _) = await h.fetch(h.request("/b.jpg", identifier: "B"), in: fresh)
+            #expect(copied.events.last == .final(.diskCache))
+            #expect(h.server.requests(to: "/b.jpg").count == 1)
+        }
+    }
+
     @Test("A server that ignores validators answers every revalidation with the whole image: each is delivered from the network and replaces the entry",
           arguments: CoordinatorDownloader.allCases)
     func serverIgnoresValidators(kind: CoordinatorDownloader) async throws {
