@@ -38,6 +38,7 @@ extension FetchOperation {
         guard !state.isFinished else { return }
         if response.statusCode != 304 { _queue_revalidationAnsweredWithImage() }
         responseForbidsStoring = CacheControl(parsing: response.headers.values(for: "Cache-Control")).noStore
+        responseReceivedAt = Date()
         if resumablePartial != nil, resumedByteCount == 0 {
             // The server sent the whole image again: the partial is gone (TIP's "did reset from partial").
             resumablePartial = nil
@@ -139,7 +140,8 @@ extension FetchOperation {
         _queue_keepRendered(finalImage, from: plan.url, sourceDimensions: dimensions, isPlaceholder: plan.isPlaceholder,
                             transformed: transformed)
         let cached = plan.cachedImage(result.data, dimensions: dimensions, isAnimated: decoded.properties.isAnimated,
-                                      httpMetadata: HTTPCacheMetadata(headers: result.response.headers))
+                                      httpMetadata: HTTPCacheMetadata(headers: result.response.headers,
+                                                                      receivedAt: responseReceivedAt ?? Date()))
         let keepRendition = _queue_renditionKeeper(finalImage, of: CachedImageInfo(cached), transformed: transformed)
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
         guard result.isOwner else { return _queue_succeed(image, percolate: keepRendition) }

@@ -82,6 +82,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// The download's response said `no-store`: under the HTTP policy, not even its partial bytes are kept. On
     /// `queue`.
     var responseForbidsStoring = false
+    /// When the download's response head arrived: the response's age counts from then. On `queue`.
+    var responseReceivedAt: Date?
     /// The sources tried so far, for ``metrics``. On `queue`.
     var metricsRecorder = FetchMetricsRecorder()
     /// Scans and first frames shown while downloading. On `queue`.
