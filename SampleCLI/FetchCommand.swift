@@ -16,8 +16,8 @@ struct FetchCommand: AsyncParsableCommand {
             --cancel-after-bytes N each download is cancelled once N bytes arrived: the partial image is kept \
             (when the server sent Accept-Ranges and a validator) and the next run resumes it (source \
             networkResumed). With --json, prints one object per URL: {url, identifier, source \
-            (memory|disk|additional|network|networkResumed|null), state, width, height, originalWidth, \
-            originalHeight, bytes (received from the network by this fetch, a resumed part included), \
+            (memory|disk|diskRevalidated|additional|network|networkResumed|null), state, width, height, \
+            originalWidth, originalHeight, bytes (received from the network by this fetch, a resumed part included), \
             resumed, progressiveScans, preview (null or {source, url, width, height}), durationMs, error, \
             errorCode}. A preview is the identifier's image cached from another URL; --preview stop ends the \
             fetch there (state failed, errorCode -2). Exits 0 when every fetch succeeded, 1 otherwise.
@@ -48,6 +48,12 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Seconds a cached image stays valid (default 30 days).", valueName: "SECONDS"))
     var ttl: Double?
+
+    @Option(help: """
+        When a disk image may be used without asking the server: ttl (TIP's time to live) or http (the server's \
+        Cache-Control and Expires; stale images with a validator are revalidated, a 304 gives source diskRevalidated).
+        """)
+    var freshness: FreshnessChoice = .ttl
 
     @Flag(help: "Treat the images as placeholders: they never replace real ones and skip the rendered cache.")
     var placeholder = false
@@ -117,6 +123,7 @@ struct FetchCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")
         }
+        pipeline.freshnessPolicy = freshness == .http ? .http : .timeToLive
         let requests = urls.map { string in
             GenericFetchRequest(
                 url: URL(string: string)!, identifier: identifier,
@@ -199,6 +206,11 @@ enum PreviewChoice: String, ExpressibleByArgument, CaseIterable {
 /// The downloaders `--network` chooses from.
 enum DownloaderChoice: String, ExpressibleByArgument, CaseIterable {
     case urlsession, httpclient
+}
+
+/// `--freshness ttl|http`: the pipeline's ``CacheFreshnessPolicy``.
+enum FreshnessChoice: String, ExpressibleByArgument, CaseIterable {
+    case ttl, http
 }
 
 /// `--sources memory,disk,additional,network,resume`.

@@ -89,7 +89,7 @@ struct ScrollReport {
             let final = finals[format].map { String(format: "%.1f / %.1f ms (n=%d)", $0.p50Ms, $0.p95Ms, $0.count) } ?? "-"
             row("  \(format): first pixels; final p50/p95", "\(first); \(final)")
         }
-        let order = ["memory", "disk", "additional", "network", "networkResumed"]
+        let order = ["memory", "disk", "diskRevalidated", "additional", "network", "networkResumed"]
         row("final images by source", order.compactMap { key in sources[key].map { "\(key) \($0)" } }.joined(separator: ", ")
             + " (of which shown before load returned: \(renderedHits); kept renditions, no decode: \(renditionTableHits))")
         row("previews / scans and first frames", "\(previews) / \(incrementalImages)")

@@ -17,7 +17,8 @@ struct ServeCommand: AsyncParsableCommand {
             Prints the base URL (http://127.0.0.1:PORT) on the first line of stdout once listening. Files \
             are read from disk for each request, with Content-Type from the extension, Last-Modified from \
             the file, a strong content-hash ETag and Accept-Ranges: bytes; single byte ranges get 206, \
-            unsatisfiable ones 416, a stale If-Range the whole body. Paths that try to leave DIR get 400. \
+            unsatisfiable ones 416, a stale If-Range the whole body; a conditional GET whose If-None-Match or \
+            If-Modified-Since still matches gets 304 and no body. Paths that try to leave DIR get 400. \
             --rate caps each response's body bandwidth, --latency delays each response head. With --log, \
             writes one JSON object per completed request: {sequence, connection, method, path, query, \
             status, bytesSent, clientWentAway, range, ifRange, receivedAt, durationMs, headers: [{name, \

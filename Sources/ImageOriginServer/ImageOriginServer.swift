@@ -20,7 +20,11 @@ import NIOPosix
 /// Responses carry `Content-Length`, `Content-Type` (from the extension unless given), `Last-Modified`,
 /// a strong `ETag`, `Accept-Ranges: bytes` and `Date`. A single byte range (`bytes=N-`, `bytes=N-M`,
 /// `bytes=-N`) gets `206` with `Content-Range`; an unsatisfiable one `416` with `Content-Range: bytes */len`;
-/// an `If-Range` (ETag or HTTP-date) that no longer matches gets `200` and the whole body. `GET` and `HEAD`
+/// an `If-Range` (ETag or HTTP-date) that no longer matches gets `200` and the whole body. A conditional `GET`
+/// whose `If-None-Match` matches the ETag (or, without it, whose `If-Modified-Since` is not older than
+/// `Last-Modified`) gets `304 Not Modified` with the validators and no body (unless the route's faults include
+/// ``OriginFault/ignoreValidators``). An asset may carry a `Cache-Control` value, sent with its `200`, `206`
+/// and `304` responses. `GET` and `HEAD`
 /// only (`405` otherwise), `404` for unknown paths, `400` for targets that try to leave the directory.
 /// Connections are kept alive unless the client asks otherwise; pipelined requests are answered in order.
 ///
@@ -150,11 +154,13 @@ public final class ImageOriginServer: Sendable {
     ///   - lastModified: the `Last-Modified` date (to the second); `nil` sends none.
     ///   - etag: the `ETag`, quoted if you did not quote it; `nil` derives a strong one from the content
     ///     (quoted hex of a content hash), an empty string sends none.
+    ///   - cacheControl: the `Cache-Control` value (`"max-age=60"`, `"no-store"`, …); `nil` sends none.
     public func setAsset(_ data: Data, at path: String, contentType: String? = nil,
-                         lastModified: Date? = ImageOriginServer.defaultLastModified, etag: String? = nil) {
+                         lastModified: Date? = ImageOriginServer.defaultLastModified, etag: String? = nil,
+                         cacheControl: String? = nil) {
         let asset = OriginAsset(
             data: data, contentType: contentType ?? OriginContentType.forPath(path), lastModified: lastModified,
-            etag: etag.map(OriginAsset.normalizedETag) ?? OriginAsset.derivedETag(for: data))
+            etag: etag.map(OriginAsset.normalizedETag) ?? OriginAsset.derivedETag(for: data), cacheControl: cacheControl)
         routes.setAsset(asset, at: path)
     }
 
@@ -184,7 +190,7 @@ public final class ImageOriginServer: Sendable {
 
     // MARK: Shaping and faults
 
-    /// Shapes responses to `route` (a path, as for ``setAsset(_:at:contentType:lastModified:etag:)``), or every
+    /// Shapes responses to `route` (a path, as for ``setAsset(_:at:contentType:lastModified:etag:cacheControl:)``), or every
     /// route without its own shaping when `route` is `nil`. `nil` shaping removes the route's own (or, for the
     /// global one, resets to ``OriginShaping/none``). Applies from the next request on.
     public func setShaping(_ shaping: OriginShaping?, for route: String? = nil) {

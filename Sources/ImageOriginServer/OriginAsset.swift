@@ -1,6 +1,7 @@
 import Foundation
 
-/// One servable body and its validators: an in-memory asset set with ``ImageOriginServer/setAsset(_:at:contentType:lastModified:etag:)``
+/// One servable body and its validators: an in-memory asset set with
+/// ``ImageOriginServer/setAsset(_:at:contentType:lastModified:etag:cacheControl:)``
 /// or a file read from the served directory for one request.
 struct OriginAsset: Sendable {
     /// The bytes, indexed from 0 (``init(data:contentType:lastModified:etag:)`` rebases slices).
@@ -10,13 +11,16 @@ struct OriginAsset: Sendable {
     let lastModified: Date?
     /// The strong entity tag, quotes included; `nil` sends none.
     let etag: String?
+    /// Sent as `Cache-Control` with the asset (and with its `304`s); `nil` sends none.
+    var cacheControl: String?
 
-    init(data: Data, contentType: String, lastModified: Date?, etag: String?) {
+    init(data: Data, contentType: String, lastModified: Date?, etag: String?, cacheControl: String? = nil) {
         // Data slices keep their parent's indices; the body writer works with offsets from 0.
         self.data = data.startIndex == 0 ? data : Data(data)
         self.contentType = contentType
         self.lastModified = lastModified.map { Date(timeIntervalSince1970: $0.timeIntervalSince1970.rounded(.down)) }
         self.etag = etag
+        self.cacheControl = cacheControl
     }
 
     /// A strong ETag for `data`: the quoted hex of a 64-bit content hash and the length, e.g. `"9c1f…-2a"`.

@@ -26,6 +26,10 @@ public enum OriginFault: Sendable, Hashable {
     case endlessBody
     /// Send neither `Last-Modified` nor `ETag`; an `If-Range` then never matches, so ranges get the full body.
     case noValidators
+    /// Answer conditional requests as if they were plain ones: `If-None-Match` and `If-Modified-Since` never
+    /// give a `304`, so a client revalidating gets `200` and the whole body every time (as servers without
+    /// conditional support do).
+    case ignoreValidators
     /// Omit `Accept-Ranges: bytes` (ranges are still honoured unless ``ignoreRange`` is also set).
     case noAcceptRanges
     /// Send the asset's body with `Transfer-Encoding: chunked` and no `Content-Length`, as many CDNs do, so
@@ -61,6 +65,7 @@ struct OriginFaultSet: Sendable, Hashable {
     var ignoresIfRange = false
     var isEndless = false
     var omitsValidators = false
+    var ignoresConditionals = false
     var omitsAcceptRanges = false
     var isChunked = false
     var isCloseDelimited = false
@@ -81,6 +86,7 @@ struct OriginFaultSet: Sendable, Hashable {
             case .ignoreIfRange: ignoresIfRange = true
             case .endlessBody: (isEndless, isChunked) = (true, true)
             case .noValidators: omitsValidators = true
+            case .ignoreValidators: ignoresConditionals = true
             case .noAcceptRanges: omitsAcceptRanges = true
             case .chunkedTransfer: isChunked = true
             case .closeDelimitedBody: (isChunked, isCloseDelimited) = (true, true)

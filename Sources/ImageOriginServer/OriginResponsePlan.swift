@@ -89,6 +89,13 @@ struct OriginResponsePlan: Sendable {
         headers.add(name: "Content-Type", value: asset.contentType)
         if let lastModified { headers.add(name: "Last-Modified", value: HTTPDate.format(lastModified)) }
         if let etag { headers.add(name: "ETag", value: etag) }
+        if let cacheControl = asset.cacheControl { headers.add(name: "Cache-Control", value: cacheControl) }
+        if !faults.ignoresConditionals,
+           OriginConditional.isNotModified(request.headers, etag: etag, lastModified: lastModified) {
+            // Only the validators and caching fields: the client keeps the body it has.
+            return finished(status: .notModified, headers: headers, body: Data(), range: 0..<0, request: request,
+                            shaping: shaping, interruption: nil, declaredLength: nil)
+        }
         if !faults.omitsAcceptRanges { headers.add(name: "Accept-Ranges", value: "bytes") }
 
         let length = asset.data.count

@@ -24,6 +24,8 @@ import PipelineLocking
 public final class HTTPClientDownloader: ImageDownloader {
     /// The client requests go through.
     public let client: HTTPClient
+    /// Sent as `User-Agent` unless a request sets its own; `nil` sends none.
+    public let userAgent: String?
     private let ownsClient: Bool
     private let isShutDown = Locked(false)
 
@@ -31,10 +33,15 @@ public final class HTTPClientDownloader: ImageDownloader {
     /// Its `redirectConfiguration` is replaced by `.disallow`: this downloader follows redirects itself.
     /// Call ``shutdown()`` when done; releasing the downloader without it shuts the client down in the
     /// background.
-    public init(configuration: HTTPClient.Configuration = HTTPClientDownloader.defaultConfiguration()) {
+    /// - Parameters:
+    ///   - configuration: the owned client's configuration.
+    ///   - userAgent: sent as `User-Agent` unless a request sets its own; `nil` sends none.
+    public init(configuration: HTTPClient.Configuration = HTTPClientDownloader.defaultConfiguration(),
+                userAgent: String? = DownloadHeaders.defaultUserAgent) {
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        self.userAgent = userAgent
         ownsClient = true
     }
 
@@ -42,8 +49,12 @@ public final class HTTPClientDownloader: ImageDownloader {
     /// `redirectConfiguration = .disallow`. A client that follows redirects itself still has every hop checked
     /// against ``DownloadRedirectPolicy`` (a refused hop fails the download before the client requests it),
     /// but then decides on its own which header fields to forward.
-    public init(client: HTTPClient) {
+    /// - Parameters:
+    ///   - client: the client requests go through.
+    ///   - userAgent: sent as `User-Agent` unless a request sets its own; `nil` sends none.
+    public init(client: HTTPClient, userAgent: String? = DownloadHeaders.defaultUserAgent) {
         self.client = client
+        self.userAgent = userAgent
         ownsClient = false
     }
 
@@ -90,7 +101,7 @@ public final class HTTPClientDownloader: ImageDownloader {
 
     /// Starts `request`; see ``ImageDownloader/startDownload(_:delegate:)``.
     public func startDownload(_ request: DownloadRequest, delegate: any ImageDownloadDelegate) -> any ImageDownloadTask {
-        let task = HTTPClientImageDownloadTask(request: request, delegate: delegate, client: client)
+        let task = HTTPClientImageDownloadTask(request: request, delegate: delegate, client: client, userAgent: userAgent)
         task.start()
         return task
     }

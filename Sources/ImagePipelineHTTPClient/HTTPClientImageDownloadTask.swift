@@ -12,6 +12,7 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
     let request: DownloadRequest
     let delivery: DownloadDelivery
     private let client: HTTPClient
+    private let userAgent: String?
     private let state: Locked<State>
 
     private struct State {
@@ -22,9 +23,10 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
         var redirectsFollowed = 0
     }
 
-    init(request: DownloadRequest, delegate: any ImageDownloadDelegate, client: HTTPClient) {
+    init(request: DownloadRequest, delegate: any ImageDownloadDelegate, client: HTTPClient, userAgent: String?) {
         self.request = request
         self.client = client
+        self.userAgent = userAgent
         // The delegate is called on the event loop that reads the response when nothing else is delivering:
         // a hop to another thread per event was most of what a download over a fast local link cost.
         delivery = DownloadDelivery(delegate: delegate, limits: request.limits,
@@ -64,7 +66,7 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
         do {
             var fields = HTTPHeaders()
             for (name, value) in headers { fields.add(name: name, value: value) }
-            if !headers.contains("User-Agent") { fields.add(name: "User-Agent", value: DownloadHeaders.defaultUserAgent) }
+            if !headers.contains("User-Agent"), let userAgent { fields.add(name: "User-Agent", value: userAgent) }
             ahcRequest = try HTTPClient.Request(url: url, method: .GET, headers: fields)
         } catch {
             delivery.fail(.transport(description: "invalid request for \(url.absoluteString): \(error)"))

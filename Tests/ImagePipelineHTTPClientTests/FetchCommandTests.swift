@@ -54,6 +54,33 @@ struct FetchCommandTests {
         try await server.shutdown()
     }
 
+    @Test("--freshness http revalidates a no-cache image on the next run: a 304, source diskRevalidated; the default ttl run reads the disk without a request",
+          arguments: ["urlsession", "httpclient"])
+    func freshnessHTTP(network: String) async throws {
+        let server = try await ImageOriginServer.start(port: 0)
+        let image = try Data(contentsOf: CoordinatorHarness.imageURL)
+        server.setAsset(image, at: "/a.jpg", contentType: "image/jpeg", cacheControl: "no-cache")
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-cli-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let url = server.url(for: "/a.jpg").absoluteString
+        let common = ["--cache-dir", cache, "--pipeline", "cli", "--network", network, "--json"]
+
+        let first = try await SampleCLIBinary.run(["fetch", url, "--freshness", "http"] + common)
+        #expect(first.jsonLines.first?["source"] as? String == "network", "\(first.stdout) \(first.stderr)")
+        let second = try await SampleCLIBinary.run(["fetch", url, "--freshness", "http"] + common)
+        #expect(second.status == 0, "\(second.stdout) \(second.stderr)")
+        let revalidated = try #require(second.jsonLines.first)
+        #expect(revalidated["source"] as? String == "diskRevalidated" && revalidated["bytes"] as? Int == 0)
+        #expect((revalidated["width"] as? Int ?? 0) > 0)
+        try await server.waitForCompletedRequests(count: 2)
+        #expect(server.requestLog.map(\.status) == [200, 304])
+
+        let third = try await SampleCLIBinary.run(["fetch", url] + common)
+        #expect(third.jsonLines.first?["source"] as? String == "disk")
+        #expect(server.requestLog.count == 2)
+        try await server.shutdown()
+    }
+
     @Test("--progressive counts the scans of a progressive JPEG; without it there are none")
     func progressiveScans() async throws {
         let server = try await ImageOriginServer.start(port: 0)

@@ -34,16 +34,37 @@ struct RequestHeadersTests {
         #expect(catalogue.acceptHeaderValue.contains("image/jpeg"))
     }
 
-    @Test("A downloader given its own agent sends it")
-    func ownUserAgent() async throws {
+    @Test("A downloader given its own agent sends it", arguments: CoordinatorDownloader.allCases)
+    func ownUserAgent(kind: CoordinatorDownloader) async throws {
         let server = try await ImageOriginServer.start(port: 0)
         server.setAsset(Data([0xFF, 0xD8, 0xFF, 0xD9]), at: "/x.jpg", contentType: "image/jpeg")
-        let downloader = URLSessionDownloader(userAgent: "FeedReader/2.1")
+        let downloader: any ImageDownloader = switch kind {
+        case .urlSession: URLSessionDownloader(userAgent: "FeedReader/2.1")
+        case .httpClient: HTTPClientDownloader(userAgent: "FeedReader/2.1")
+        }
         let delegate = CompletionRecorder()
         _ = downloader.startDownload(DownloadRequest(url: server.url(for: "/x.jpg")), delegate: delegate)
         #expect(try await eventually { delegate.completions.all.count == 1 })
         #expect(server.requests(to: "/x.jpg").first?.header("User-Agent") == "FeedReader/2.1")
+        try await (downloader as? HTTPClientDownloader)?.shutdown()
         try await server.shutdown()
+    }
+
+    @Test("The default agent is the library's name and version")
+    func defaultAgentNamesTheVersion() {
+        #expect(DownloadHeaders.defaultUserAgent == "ImagePipelineKit/\(LibraryVersion.version)")
+        #expect(!LibraryVersion.version.isEmpty)
+    }
+
+    @Test("A configuration's own Accept value replaces the catalogue's in every fetch's request", arguments: CoordinatorDownloader.allCases)
+    func configuredAccept(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            h.configuration.acceptHeaderValue = "image/webp, image/jpeg;q=0.8"
+            let (fetched, _) = await h.fetch(h.request())
+            #expect(fetched.events.last == .final(.network))
+            let request = try #require(h.server.requests(to: "/a.jpg").first)
+            #expect(request.header("Accept") == "image/webp, image/jpeg;q=0.8")
+        }
     }
 }
 

@@ -6,8 +6,9 @@ import FuzzSupport
 @testable import ImagePipelineKit
 
 // The pure functions the downloaders apply to what a server sends: HTTP-dates, `Content-Range` of a resumed
-// download, `Location` of a redirect, the header fields themselves and the `If-Range` validator kept from
-// them. A server is not trusted, so none of these may trap on any text.
+// download, `Location` of a redirect, the header fields themselves, the `If-Range` validator kept from them,
+// and `Cache-Control` with the freshness worked out from it. A server is not trusted, so none of these may
+// trap on any text.
 //
 // Input: byte 0 picks the status code; the rest is text, one `Name: value` field per line. Every line is
 // also tried as an HTTP-date on its own, and the first line as a `Content-Range` and a `Location`.
@@ -46,6 +47,18 @@ public func fuzzHTTPValues(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int3
        validator.hasPrefix("W/") {
         fatalError("a weak ETag may not validate a range: \(validator)")
     }
+
+    // What the disk cache keeps of a response for HTTP freshness: any text gives a max-age within RFC 9111's
+    // bound and a finite, non-negative freshness lifetime.
+    let control = CacheControl(parsing: headers.values(for: "Cache-Control"))
+    if let maxAge = control.maxAge, !(0...CacheControl.maxDeltaSeconds).contains(maxAge) {
+        fatalError("max-age out of range: \(maxAge)")
+    }
+    let received = Date(timeIntervalSince1970: 1_800_000_000)
+    let metadata = HTTPCacheMetadata(headers: headers, receivedAt: received)
+    let lifetime = metadata.freshnessLifetime(fallback: 86_400)
+    if !lifetime.isFinite || lifetime < 0 { fatalError("freshness lifetime \(lifetime)") }
+    _ = metadata.refreshed(by: headers, at: received + 100).isFresh(at: received + 200, fallbackLifetime: 86_400)
 
     // The URLSession downloader's path: Foundation's header dictionary into DownloadHeaders.
     var fields: [String: String] = [:]

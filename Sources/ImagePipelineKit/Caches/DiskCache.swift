@@ -138,19 +138,23 @@ public final class DiskCache: @unchecked Sendable {
     // MARK: - Writing
 
     /// Stores complete image bytes under TIP's replacement rules (``MemoryCache`` has the same);
-    /// `forced` (a store operation of a real image) replaces whatever is there. A complete image at least as
-    /// large as the partial replaces the partial. Returns whether the bytes are now on disk.
+    /// `forced` (a store operation of a real image) replaces whatever is there, and `replacesSameURL` (a
+    /// download under ``CacheFreshnessPolicy/http``) an image of the same URL whatever its size. A complete
+    /// image at least as large as the partial replaces the partial. Returns whether the bytes are now on disk.
     @discardableResult
-    public func storeComplete(_ image: CachedImageData, identifier: String, forced: Bool = false) -> Bool {
+    public func storeComplete(_ image: CachedImageData, identifier: String, forced: Bool = false,
+                              replacesSameURL: Bool = false) -> Bool {
         DelegateQueueDiagnostics.noteHeavyWork()
         guard !image.data.isEmpty else { return false }
         let key = EntryKey(identifier: identifier, partial: false)
-        let row = Row(url: image.url, dimensions: image.dimensions, bytes: image.data.count, lastAccess: image.lastAccess,
+        var row = Row(url: image.url, dimensions: image.dimensions, bytes: image.data.count, lastAccess: image.lastAccess,
                       ttl: image.timeToLive, updatesExpiry: image.updatesExpiryOnAccess, lastModified: nil,
                       entityTag: nil, expectedLength: 0, placeholder: image.isPlaceholder, animated: image.isAnimated)
+        row.httpMetadata = image.httpMetadata
         let replaces: () -> Bool = { [self] in
             guard !forced, let existing = try? _locked_row(key) else { return true }
-            return MemoryCache.completeShouldReplace(existing.cachedImage(Data(), lastAccess: existing.lastAccess), with: image)
+            return MemoryCache.completeShouldReplace(existing.cachedImage(Data(), lastAccess: existing.lastAccess), with: image,
+                                                     replacesSameURL: replacesSameURL)
         }
         return write(image.data, row: row, key: key, if: replaces) { [self] in
             let partial = EntryKey(identifier: identifier, partial: true)
@@ -246,7 +250,7 @@ public final class DiskCache: @unchecked Sendable {
     }
 
     /// The row of `key`, or nil when there is none or it expired (then deleted).
-    private func _locked_unexpiredRow(_ key: EntryKey, now: Date) -> Row? {
+    func _locked_unexpiredRow(_ key: EntryKey, now: Date) -> Row? {
         guard let row = try? _locked_row(key) else { return nil }
         guard now.timeIntervalSince(row.lastAccess) <= row.ttl else {
             _locked_delete(key)

@@ -28,14 +28,37 @@ final class DiskCacheIndex {
         var placeholder: Bool
         var animated: Bool
         var inode: UInt64 = 0
+        /// The rest of a complete image's response metadata (its validators are `entityTag` and
+        /// `lastModified`); `nil` when none was kept.
+        var cacheControl: String? = nil
+        var expires: String? = nil
+        var responseDate: Date? = nil
+        var age: TimeInterval = 0
+        var receivedAt: Date? = nil
 
         /// The complete image this row describes, holding `data`.
         func cachedImage(_ data: Data, lastAccess: Date) -> CachedImageData {
             CachedImageData(data: data, url: url, dimensions: dimensions ?? PixelSize(width: 0, height: 0),
                             isPlaceholder: placeholder, isAnimated: animated, timeToLive: ttl,
-                            updatesExpiryOnAccess: updatesExpiry, lastAccess: lastAccess)
+                            updatesExpiryOnAccess: updatesExpiry, lastAccess: lastAccess, httpMetadata: httpMetadata)
         }
 
+        /// What the response said, when the row kept it.
+        var httpMetadata: HTTPCacheMetadata? {
+            get {
+                receivedAt.map { HTTPCacheMetadata(entityTag: entityTag, lastModified: lastModified, cacheControl: cacheControl,
+                                                   expires: expires, date: responseDate, age: age, receivedAt: $0) }
+            }
+            set {
+                entityTag = newValue?.entityTag
+                lastModified = newValue?.lastModified
+                cacheControl = newValue?.cacheControl
+                expires = newValue?.expires
+                responseDate = newValue?.date
+                age = newValue?.age ?? 0
+                receivedAt = newValue?.receivedAt
+            }
+        }
     }
 
     /// What the index's hygiene sweep needs of a row.
@@ -50,7 +73,7 @@ final class DiskCacheIndex {
 
     private let database: SQLiteDatabase
 
-    /// Opens (creating) the index at `path`.
+    /// Opens (creating) the index at `path`; an index of an earlier schema gains the newer columns.
     init(path: String) throws(DiskCacheError) {
         database = try SQLiteDatabase(path: path)
         try database.execute("""
@@ -63,6 +86,7 @@ final class DiskCacheIndex {
             CREATE INDEX IF NOT EXISTS entries_by_access ON entries (last_access);
             CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file);
             """)
+        try DiskCacheIndexSchema.migrate(database)
     }
 
     /// Bytes and rows of the whole index.
@@ -77,7 +101,8 @@ final class DiskCacheIndex {
     func row(_ key: Key) throws(DiskCacheError) -> Row? {
         try database.query("""
             SELECT url, width, height, bytes, last_access, ttl, updates_expiry, last_modified, etag, expected_length,
-                   placeholder, animated, inode FROM entries WHERE identifier = ? AND partial = ?
+                   placeholder, animated, inode, cache_control, expires, response_date, age, received_at
+            FROM entries WHERE identifier = ? AND partial = ?
             """, [.text(key.identifier), .integer(key.partial ? 1 : 0)]) { statement throws(DiskCacheError) in
             guard try statement.step(), let url = statement.text(0).flatMap(URL.init(string:)) else { return nil }
             let width = statement.int(1), height = statement.int(2)
@@ -85,7 +110,11 @@ final class DiskCacheIndex {
                        bytes: statement.int(3), lastAccess: Date(timeIntervalSinceReferenceDate: statement.double(4)),
                        ttl: statement.double(5), updatesExpiry: statement.int(6) != 0, lastModified: statement.text(7),
                        entityTag: statement.text(8), expectedLength: statement.int(9), placeholder: statement.int(10) != 0,
-                       animated: statement.int(11) != 0, inode: UInt64(bitPattern: Int64(statement.int(12))))
+                       animated: statement.int(11) != 0, inode: UInt64(bitPattern: Int64(statement.int(12))),
+                       cacheControl: statement.text(13), expires: statement.text(14),
+                       responseDate: statement.optionalDouble(15).map(Date.init(timeIntervalSinceReferenceDate:)),
+                       age: statement.double(16),
+                       receivedAt: statement.optionalDouble(17).map(Date.init(timeIntervalSinceReferenceDate:)))
         }
     }
 
@@ -100,14 +129,31 @@ final class DiskCacheIndex {
     func upsert(_ row: Row, key: Key, file: String) throws(DiskCacheError) {
         try database.run("""
             INSERT OR REPLACE INTO entries (identifier, partial, file, inode, bytes, url, width, height, last_access,
-                ttl, updates_expiry, last_modified, etag, expected_length, placeholder, animated)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ttl, updates_expiry, last_modified, etag, expected_length, placeholder, animated, cache_control, expires,
+                response_date, age, received_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [
                 .text(key.identifier), .integer(key.partial ? 1 : 0), .text(file), .integer(Int(Int64(bitPattern: row.inode))),
                 .integer(row.bytes), .text(row.url.absoluteString), .integer(row.dimensions?.width ?? 0),
                 .integer(row.dimensions?.height ?? 0), .real(row.lastAccess.timeIntervalSinceReferenceDate), .real(row.ttl),
                 .integer(row.updatesExpiry ? 1 : 0), .optional(row.lastModified), .optional(row.entityTag),
                 .integer(row.expectedLength), .integer(row.placeholder ? 1 : 0), .integer(row.animated ? 1 : 0),
+                .optional(row.cacheControl), .optional(row.expires), .optionalReal(row.responseDate?.timeIntervalSinceReferenceDate),
+                .real(row.age), .optionalReal(row.receivedAt?.timeIntervalSinceReferenceDate),
+            ])
+    }
+
+    /// Replaces the response metadata of `key`'s row (a `304` confirmed its image) and its last access, without
+    /// touching its file.
+    func updateHTTPMetadata(_ metadata: HTTPCacheMetadata, lastAccess: Date, key: Key) throws(DiskCacheError) {
+        try database.run("""
+            UPDATE entries SET etag = ?, last_modified = ?, cache_control = ?, expires = ?, response_date = ?, age = ?,
+                received_at = ?, last_access = ? WHERE identifier = ? AND partial = ?
+            """, [
+                .optional(metadata.entityTag), .optional(metadata.lastModified), .optional(metadata.cacheControl),
+                .optional(metadata.expires), .optionalReal(metadata.date?.timeIntervalSinceReferenceDate), .real(metadata.age),
+                .real(metadata.receivedAt.timeIntervalSinceReferenceDate), .real(lastAccess.timeIntervalSinceReferenceDate),
+                .text(key.identifier), .integer(key.partial ? 1 : 0),
             ])
     }
 

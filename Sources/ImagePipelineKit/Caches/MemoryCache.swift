@@ -12,10 +12,15 @@ public struct CachedImageData: Sendable, Equatable {
     /// `false` for TIP's `DoNotResetExpiryOnAccess`: the TTL counts from the store, and reads do not refresh it.
     public var updatesExpiryOnAccess: Bool
     public var lastAccess: Date
+    /// What the response that brought the image said about caching it (validators, `Cache-Control`,
+    /// `Expires`); `nil` for an image stored by hand or cached before the metadata was kept. Read under
+    /// ``CacheFreshnessPolicy/http``.
+    public var httpMetadata: HTTPCacheMetadata?
 
     public init(
         data: Data, url: URL, dimensions: PixelSize, isPlaceholder: Bool = false, isAnimated: Bool = false,
-        timeToLive: TimeInterval = 30 * 24 * 3600, updatesExpiryOnAccess: Bool = true, lastAccess: Date = Date()
+        timeToLive: TimeInterval = 30 * 24 * 3600, updatesExpiryOnAccess: Bool = true, lastAccess: Date = Date(),
+        httpMetadata: HTTPCacheMetadata? = nil
     ) {
         self.data = data
         self.url = url
@@ -25,6 +30,7 @@ public struct CachedImageData: Sendable, Equatable {
         self.timeToLive = timeToLive
         self.updatesExpiryOnAccess = updatesExpiryOnAccess
         self.lastAccess = lastAccess
+        self.httpMetadata = httpMetadata
     }
 
     func isExpired(at now: Date) -> Bool { now.timeIntervalSince(lastAccess) > timeToLive }
@@ -123,13 +129,16 @@ public final class MemoryCache: Sendable {
     }
 
     /// Stores complete image bytes under TIP's replacement rules; `forced` (a store operation of a real image)
-    /// replaces whatever is there. Returns whether the bytes are now cached.
+    /// replaces whatever is there, and `replacesSameURL` (a download under ``CacheFreshnessPolicy/http``, the
+    /// image's current version) replaces an image of the same URL whatever its size. Returns whether the bytes
+    /// are now cached.
     @discardableResult
-    public func storeComplete(_ image: CachedImageData, identifier: String, forced: Bool = false) -> Bool {
+    public func storeComplete(_ image: CachedImageData, identifier: String, forced: Bool = false,
+                              replacesSameURL: Bool = false) -> Bool {
         let maxEntryBytes = pool.limits.maxEntryBytes
         let result = pool.update(owner: owner, key: identifier) { current in
             var entry = forced ? CacheEntry(partial: current?.partial) : (current ?? CacheEntry())
-            if let existing = entry.complete, !Self.completeShouldReplace(existing, with: image) {
+            if let existing = entry.complete, !Self.completeShouldReplace(existing, with: image, replacesSameURL: replacesSameURL) {
                 return current
             }
             entry.complete = image
@@ -186,8 +195,11 @@ public final class MemoryCache: Sendable {
 
     /// TIP's replacement rule: placeholders never replace real images; real images always replace placeholders;
     /// otherwise the new image must be at least as large and not the same (dimensions and URL).
-    static func completeShouldReplace(_ existing: CachedImageData, with new: CachedImageData) -> Bool {
+    /// With `replacesSameURL`, a real image of the same URL always replaces.
+    static func completeShouldReplace(_ existing: CachedImageData, with new: CachedImageData,
+                                      replacesSameURL: Bool = false) -> Bool {
         if new.isPlaceholder != existing.isPlaceholder { return existing.isPlaceholder }
+        if replacesSameURL, new.url == existing.url { return true }
         if new.dimensions == existing.dimensions && new.url == existing.url { return false }
         return new.dimensions.area >= existing.dimensions.area
     }

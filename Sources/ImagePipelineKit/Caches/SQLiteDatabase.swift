@@ -149,6 +149,10 @@ final class SQLiteDatabase {
 
         func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(pointer, column)) }
         func double(_ column: Int32) -> Double { sqlite3_column_double(pointer, column) }
+        /// The column's number, or `nil` when it is NULL.
+        func optionalDouble(_ column: Int32) -> Double? {
+            sqlite3_column_type(pointer, column) == SQLITE_NULL ? nil : sqlite3_column_double(pointer, column)
+        }
         func text(_ column: Int32) -> String? {
             sqlite3_column_text(pointer, column).map { String(cString: $0) }
         }
@@ -163,4 +167,5 @@ enum SQLiteValue {
     case null
 
     static func optional(_ text: String?) -> SQLiteValue { text.map(SQLiteValue.text) ?? .null }
+    static func optionalReal(_ number: Double?) -> SQLiteValue { number.map(SQLiteValue.real) ?? .null }
 }

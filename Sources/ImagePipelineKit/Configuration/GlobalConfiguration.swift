@@ -45,6 +45,7 @@ public final class GlobalConfiguration: Sendable {
     private let decodeSlots = Locked(GlobalConfiguration.defaultMaxConcurrentImageDecodeCount)
     /// See ``recordsStageCPUTime``; read once per stage of every fetch, hence an atomic.
     let stageCPUTimeSwitch = Atomic<Bool>(false)
+    private let currentAcceptHeader = Locked<String?>(nil)
     /// See ``metricsFactory``; `nil` reads `MetricsSystem.factory` at each use.
     let chosenMetricsFactory = Locked<(any MetricsFactory)?>(nil)
 
@@ -157,6 +158,20 @@ public final class GlobalConfiguration: Sendable {
     public var downloadLimits: DownloadLimits {
         get { currentDownloadLimits.withLock { $0 } }
         set { currentDownloadLimits.withLock { $0 = newValue } }
+    }
+
+    /// The `Accept` header every fetch's download sends, in the order of preference, for servers that choose an
+    /// image's format by it (`"image/avif, image/webp;q=0.9, image/jpeg;q=0.8"`, say). `nil` (the default)
+    /// sends ``CodecCatalogue/acceptHeaderValue``: every format the codecs decode. A download request that sets
+    /// its own `Accept` (through a hydration) keeps it. Read when a download starts.
+    public var acceptHeaderValue: String? {
+        get { currentAcceptHeader.withLock { $0 } }
+        set { currentAcceptHeader.withLock { $0 = newValue } }
+    }
+
+    /// The header fields a fetch's download request starts with.
+    var downloadHeaders: DownloadHeaders {
+        acceptHeaderValue.map { ["Accept": $0] } ?? DownloadHeaders()
     }
 
     /// A configuration with TIP's defaults and caches of its own.

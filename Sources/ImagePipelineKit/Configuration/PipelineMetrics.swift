@@ -4,10 +4,12 @@ import Foundation
 /// The swift-metrics the pipelines emit. Labels and dimensions:
 ///
 /// - `image_pipeline_fetches` (counter): `pipeline`, `result` (`success`, `failure`, `cancelled`), `source`
-///   (`memory`, `disk`, `additional`, `network`, `networkResumed`, `none`).
+///   (`memory`, `disk`, `additional`, `network`, `networkResumed`, `diskRevalidated`, `none`).
 /// - `image_pipeline_cache_lookups` (counter): `pipeline`, `layer` (`rendered`, `memory`, `disk`, `table` (a
-///   memory or disk image found as a ready rendition in ``RenditionTables``), `additional`), `result` (`hit`,
-///   `miss`).
+///   memory or disk image found as a ready rendition in ``RenditionTables``), `additional`, `revalidated` (a
+///   stale disk image the origin confirmed with a `304`)), `result` (`hit`, `miss`).
+/// - `image_pipeline_revalidation_bytes_saved` (counter): `pipeline`; bytes of disk images that a `304`
+///   confirmed, which would otherwise have been downloaded again (``CacheFreshnessPolicy/http``).
 /// - `image_pipeline_network_bytes` (counter): `pipeline`; bytes of images completed from the network, counted
 ///   once per download however many fetches shared it.
 /// - `image_pipeline_decode_duration` (timer): `format`; decoding (with scaling) of fetched or cached bytes.
@@ -20,6 +22,7 @@ public enum PipelineMetricLabels {
     public static let fetches = "image_pipeline_fetches"
     public static let cacheLookups = "image_pipeline_cache_lookups"
     public static let networkBytes = "image_pipeline_network_bytes"
+    public static let revalidationBytesSaved = "image_pipeline_revalidation_bytes_saved"
     public static let decodeDuration = "image_pipeline_decode_duration"
     public static let fetchDuration = "image_pipeline_fetch_duration"
     public static let problems = "image_pipeline_problems"
@@ -53,6 +56,11 @@ extension GlobalConfiguration {
                 layer = info.wasLoadedSynchronously ? "rendered" : info.wasLoadedFromRenditionTable ? "table" : "memory"
             case .diskCache: layer = info.wasLoadedFromRenditionTable ? "table" : "disk"
             case .additionalCache: layer = "additional"
+            case .diskRevalidated:
+                guard info.result == .hitFinal, let saved = info.revalidationBytesSaved else { continue }
+                Counter(label: PipelineMetricLabels.revalidationBytesSaved, dimensions: [("pipeline", pipeline)],
+                        factory: factory).increment(by: Int64(saved))
+                layer = "revalidated"
             case .network, .networkResumed, .unknown: continue
             }
             Counter(label: PipelineMetricLabels.cacheLookups,

@@ -36,6 +36,9 @@ public struct FetchMetrics: Sendable {
         public var networkImageType: ImageType?
         /// For the network: the image's dimensions as its file declares them.
         public var networkImageDimensions: PixelSize?
+        /// For ``ImageLoadSource/diskRevalidated``: the bytes of the image on disk that the origin's `304`
+        /// spared downloading again.
+        public var revalidationBytesSaved: Int?
 
         /// For the network: pixels per encoded byte, `width × height / bytes` (how well it compressed).
         public var networkImagePixelsPerByte: Double? {
@@ -89,6 +92,12 @@ struct FetchMetricsRecorder {
         sources[sources.count - 1].networkImageSizeInBytes = bytes
         sources[sources.count - 1].networkImageType = type
         sources[sources.count - 1].networkImageDimensions = dimensions
+    }
+
+    /// The origin confirmed the open (revalidation) source's cached image, sparing `bytesSaved` bytes.
+    mutating func noteRevalidated(bytesSaved: Int) {
+        guard openedAt != nil, !sources.isEmpty else { return }
+        sources[sources.count - 1].revalidationBytesSaved = bytesSaved
     }
 
     /// The open source gave a preview.

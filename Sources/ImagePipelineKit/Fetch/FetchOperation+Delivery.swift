@@ -8,8 +8,8 @@ extension FetchOperation {
     /// memory first unless `percolates` is false. When the bytes do not decode, the entry is dropped from `tier`
     /// and the walk goes on with `next`.
     func _queue_deliverCached(_ cached: CachedImageData, from tier: PipelineCaches.Tier, percolates: Bool = true,
-                              orElse next: @escaping @Sendable () -> Void) {
-        let source = tier.loadSource
+                              source: ImageLoadSource? = nil, orElse next: @escaping @Sendable () -> Void) {
+        let source = source ?? tier.loadSource
         _queue_decodeShared(cached.data) { [self] outcome in
             guard case .success(let decoded) = outcome else {
                 pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: plan.identifier, source: source))

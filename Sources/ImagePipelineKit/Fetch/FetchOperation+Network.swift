@@ -11,13 +11,17 @@ extension FetchOperation {
             _queue_fail(FetchError(.couldNotLoadImage))
             return .finished
         }
-        let source: ImageLoadSource = partial != nil ? .networkResumed : .network
+        // A resume and a revalidation exclude each other: a disk image to revalidate is a complete one.
+        let revalidating = partial == nil ? revalidatingImage : nil
+        let source: ImageLoadSource = partial != nil ? .networkResumed : revalidating != nil ? .diskRevalidated : .network
         _queue_begin(source, state: .loadingFromNetwork)
         if let partial {
             shared.withLock { $0.receivedByteCount = partial.data.count }
             _queue_setProgress(min(Double(partial.data.count) / Double(max(partial.expectedByteCount, 1)), 0.999))
         }
         let download = plan.downloadRequest(pipelineIdentifier: pipeline.identifier, partial: partial,
+                                            revalidating: revalidating?.httpMetadata,
+                                            headers: pipeline.configuration.downloadHeaders,
                                             limits: pipeline.configuration.downloadLimits)
         // Identical fetches that reach the network before this one stored what it downloaded get its bytes.
         let attachment = pipeline.configuration.downloadCoordinator.load(download, priority: priority,
@@ -30,8 +34,11 @@ extension FetchOperation {
         return .waiting
     }
 
-    func _queue_networkDidReceive(resumedByteCount: Int, expectedByteCount: Int?) {
+    func _queue_networkDidReceive(_ response: DownloadResponse, resumedByteCount: Int, expectedByteCount: Int?) {
         guard !state.isFinished else { return }
+        if response.statusCode != 304 { _queue_revalidationAnsweredWithImage() }
+        responseForbidsStoring = CacheControl(parsing: response.headers.values(for: "Cache-Control")).noStore
+        responseReceivedAt = Date()
         if resumablePartial != nil, resumedByteCount == 0 {
             // The server sent the whole image again: the partial is gone (TIP's "did reset from partial").
             resumablePartial = nil
@@ -65,6 +72,8 @@ extension FetchOperation {
             return
         }
         switch outcome {
+        case .notModified(let response):
+            _queue_revalidated(response)
         case .failure(let error, let partial):
             if let partial { _queue_keepPartial(partial) }
             _queue_fail(FetchError(networkError: error))
@@ -130,20 +139,32 @@ extension FetchOperation {
         // callback finds it there; the disk write waits until after.
         _queue_keepRendered(finalImage, from: plan.url, sourceDimensions: dimensions, isPlaceholder: plan.isPlaceholder,
                             transformed: transformed)
-        let cached = plan.cachedImage(result.data, dimensions: dimensions, isAnimated: decoded.properties.isAnimated)
+        let cached = plan.cachedImage(result.data, dimensions: dimensions, isAnimated: decoded.properties.isAnimated,
+                                      httpMetadata: HTTPCacheMetadata(headers: result.response.headers,
+                                                                      receivedAt: responseReceivedAt ?? Date()))
         let keepRendition = _queue_renditionKeeper(finalImage, of: CachedImageInfo(cached), transformed: transformed)
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
         guard result.isOwner else { return _queue_succeed(image, percolate: keepRendition) }
         pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)
         let caches = pipeline.caches
         let configuration = pipeline.configuration
-        let inMemory = configuration.measuring(.memoryStore) { caches.keepDownloaded(cached, identifier: plan.identifier) }
+        let replacesSameURL = _queue_downloadReplacesSameURL
+        // Under the HTTP policy, a response that forbids storing stays off the disk, and so does the image it
+        // replaces.
+        let writesToDisk = !(replacesSameURL && cached.httpMetadata?.directives.noStore == true)
+        let inMemory = configuration.measuring(.memoryStore) {
+            caches.keepDownloaded(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
+        }
         _queue_succeed(image) { [self] in
             defer {
                 stored()
                 keepRendition?()
             }
-            let onDisk = configuration.measuring(.diskWrite) { caches.writeDownloadedToDisk(cached, identifier: plan.identifier) }
+            let onDisk = configuration.measuring(.diskWrite) {
+                writesToDisk
+                    ? caches.writeDownloadedToDisk(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
+                    : caches.forgetOnDisk(identifier: plan.identifier, url: plan.url)
+            }
             if inMemory || onDisk {
                 pipeline.announceStore(StoredImageInfo(
                     pipelineIdentifier: pipeline.identifier, identifier: plan.identifier, url: plan.url,
@@ -155,7 +176,7 @@ extension FetchOperation {
 
     /// A download that stopped early leaves its bytes for the next fetch to resume (never for placeholders).
     private func _queue_keepPartial(_ partial: PartialImageData) {
-        guard !plan.isPlaceholder else { return }
+        guard !plan.isPlaceholder, !(_queue_downloadReplacesSameURL && responseForbidsStoring) else { return }
         var partial = partial
         partial.timeToLive = plan.timeToLive
         partial.updatesExpiryOnAccess = plan.updatesExpiryOnAccess
@@ -177,7 +198,7 @@ final class FetchDownloadClient: DownloadClient {
                      expectedByteCount: Int?) {
         expected.withLock { $0 = expectedByteCount }
         operation.queue.async { [operation] in
-            operation._queue_networkDidReceive(resumedByteCount: resumedByteCount, expectedByteCount: expectedByteCount)
+            operation._queue_networkDidReceive(response, resumedByteCount: resumedByteCount, expectedByteCount: expectedByteCount)
         }
     }
 

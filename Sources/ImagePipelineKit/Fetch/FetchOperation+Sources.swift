@@ -26,6 +26,9 @@ enum SourceOutcome {
     case waiting
     /// A partial image of this URL to resume from the network; the sources left before it are skipped.
     case resume(PartialImageData)
+    /// A stale disk image of this URL to revalidate with a conditional request; the sources left before the
+    /// network are skipped.
+    case revalidate(CachedImageData)
     /// Nothing here: the next source.
     case miss
 }
@@ -78,6 +81,10 @@ extension FetchOperation {
             resumablePartial = partial
             remainingSources = [.network]
             _queue_loadFromNextSource()
+        case .revalidate(let cached):
+            revalidatingImage = cached
+            remainingSources = [.network]
+            _queue_loadFromNextSource()
         }
     }
 
@@ -95,6 +102,7 @@ extension FetchOperation {
     private func _queue_loadFromCache(_ tier: PipelineCaches.Tier) -> SourceOutcome {
         guard plan.sources.contains(tier.loadingSource), pipeline.caches.has(tier) else { return .miss }
         _queue_begin(tier.loadSource, state: tier.fetchState)
+        if tier == .disk, pipeline.freshnessPolicy == .http, let stale = _queue_staleDiskImageOutcome() { return stale }
         // A rendition made while this fetch waited in the operation queue (another fetch of the image finished)
         // needs no decode. TIP reads the rendered cache only before queueing; reading it again here is what
         // lets a hundred queued fetches of one image cost one decode.
@@ -150,7 +158,8 @@ extension FetchOperation {
     private func _queue_loadFromOtherPipelines(_ others: ArraySlice<ImagePipeline>) -> SourceOutcome {
         var others = others
         while let other = others.popFirst() {
-            guard let found = other.diskCache?.peek(identifier: plan.identifier), found.url == plan.url else { continue }
+            guard let found = other.diskCache?.peek(identifier: plan.identifier), found.url == plan.url,
+                  _queue_isFreshForPolicy(found) else { continue }
             var copy = found
             copy.timeToLive = plan.timeToLive
             copy.updatesExpiryOnAccess = plan.updatesExpiryOnAccess

@@ -76,6 +76,14 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     var remainingSources = FetchSource.allCases[...]
     /// The partial image being resumed, once the memory or disk cache offered one. On `queue`.
     var resumablePartial: PartialImageData?
+    /// The stale disk image being revalidated with a conditional request (``CacheFreshnessPolicy/http``), from
+    /// the disk step until the origin answers. On `queue`.
+    var revalidatingImage: CachedImageData?
+    /// The download's response said `no-store`: under the HTTP policy, not even its partial bytes are kept. On
+    /// `queue`.
+    var responseForbidsStoring = false
+    /// When the download's response head arrived: the response's age counts from then. On `queue`.
+    var responseReceivedAt: Date?
     /// The sources tried so far, for ``metrics``. On `queue`.
     var metricsRecorder = FetchMetricsRecorder()
     /// Scans and first frames shown while downloading. On `queue`.

@@ -60,14 +60,17 @@ struct FetchPlan: Sendable {
     var mayResume: Bool { (sources.contains(.networkResumed) || sources.contains(.network)) && !isPlaceholder }
 
     /// The coordinator's request for this fetch's image, continuing `partial` when there is one.
-    func downloadRequest(pipelineIdentifier: String, partial: PartialImageData?, limits: DownloadLimits) -> ImageDownloadRequest {
-        ImageDownloadRequest(url: url, identifier: identifier, pipelineIdentifier: pipelineIdentifier, limits: limits,
-                             hydration: hydration, authorization: authorization, hydrationKey: hydrationKey, partial: partial)
+    /// A stale cached image's metadata in `revalidating` makes it a conditional request.
+    func downloadRequest(pipelineIdentifier: String, partial: PartialImageData?, revalidating: HTTPCacheMetadata?,
+                         headers: DownloadHeaders, limits: DownloadLimits) -> ImageDownloadRequest {
+        ImageDownloadRequest(url: url, identifier: identifier, pipelineIdentifier: pipelineIdentifier, headers: headers,
+                             limits: limits, hydration: hydration, authorization: authorization, hydrationKey: hydrationKey,
+                             partial: partial, revalidating: revalidating)
     }
 
     /// Downloaded or copied bytes as this fetch files them in the caches.
-    func cachedImage(_ data: Data, dimensions: PixelSize, isAnimated: Bool) -> CachedImageData {
+    func cachedImage(_ data: Data, dimensions: PixelSize, isAnimated: Bool, httpMetadata: HTTPCacheMetadata? = nil) -> CachedImageData {
         CachedImageData(data: data, url: url, dimensions: dimensions, isPlaceholder: isPlaceholder, isAnimated: isAnimated,
-                        timeToLive: timeToLive, updatesExpiryOnAccess: updatesExpiryOnAccess)
+                        timeToLive: timeToLive, updatesExpiryOnAccess: updatesExpiryOnAccess, httpMetadata: httpMetadata)
     }
 }

@@ -11,10 +11,14 @@ public enum ImageLoadSource: Int, Sendable, CaseIterable {
     case network = 4
     /// The network, continuing a partial image from the caches.
     case networkResumed = 5
+    /// This pipeline's disk cache, after the origin confirmed with a `304 Not Modified` that the stale image is
+    /// still current (``CacheFreshnessPolicy/http``): a round trip, no body.
+    case diskRevalidated = 6
 }
 
 extension ImageLoadSource: CustomStringConvertible {
-    /// A short name for output and metrics: `memory`, `disk`, `additional`, `network`, `networkResumed`.
+    /// A short name for output and metrics: `memory`, `disk`, `additional`, `network`, `networkResumed`,
+    /// `diskRevalidated`.
     public var description: String {
         switch self {
         case .unknown: "unknown"
@@ -23,6 +27,7 @@ extension ImageLoadSource: CustomStringConvertible {
         case .additionalCache: "additional"
         case .network: "network"
         case .networkResumed: "networkResumed"
+        case .diskRevalidated: "diskRevalidated"
         }
     }
 }

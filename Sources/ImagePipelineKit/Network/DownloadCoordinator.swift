@@ -13,6 +13,8 @@ import PipelineLocking
 ///   partial image to keep for resuming.
 /// - Resuming sends `Range: bytes=N-` with `If-Range` (a strong ETag, else Last-Modified); a `206` continues the
 ///   partial, a `200` starts over (clients hear `resumedByteCount` 0), a `416` is retried once without `Range`.
+/// - Revalidating (``ImageDownloadRequest/revalidating``) sends `If-None-Match` and `If-Modified-Since`; a `304`
+///   ends the load as ``DownloadOutcome/notModified(_:)``, any other answer as for a plain request.
 ///
 /// Thread-safe. Everything mutable lives on one serial queue (TIP's downloader queue); its private methods
 /// are named `_queue_…`, and clients are called on it.

@@ -125,7 +125,9 @@ package final class DownloadDelivery: Sendable {
             state.connected = true
             state.lastActivity = clock.now
             state.rateWindowStart = state.lastActivity
-            if let limit = limits.maxResponseBytes, let length = response.expectedContentLength, length > limit {
+            // A 304 or 204 has no body, whatever length it declares (a 304 may repeat the image's).
+            if let limit = limits.maxResponseBytes, let length = response.expectedContentLength, length > limit,
+               response.statusCode != 304, response.statusCode != 204 {
                 return true
             }
             return false

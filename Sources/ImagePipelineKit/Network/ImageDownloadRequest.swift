@@ -33,11 +33,15 @@ public struct ImageDownloadRequest: Sendable {
     /// The start of the image, kept from an earlier download: the coordinator asks only for the rest when
     /// the partial carries a validator (`If-Range`: a strong ETag, else Last-Modified).
     public var partial: PartialImageData?
+    /// What the response of a cached, stale image said, to revalidate it: the request carries
+    /// `If-None-Match` (its ETag) and `If-Modified-Since` (its Last-Modified), and a `304` ends the load as
+    /// ``DownloadOutcome/notModified(_:)``. Ignored when ``partial`` is set.
+    public var revalidating: HTTPCacheMetadata?
 
     public init(
         url: URL, identifier: String? = nil, pipelineIdentifier: String, headers: DownloadHeaders = DownloadHeaders(),
         limits: DownloadLimits = DownloadLimits(), hydration: Hydration? = nil, authorization: Authorization? = nil,
-        hydrationKey: String? = nil, partial: PartialImageData? = nil
+        hydrationKey: String? = nil, partial: PartialImageData? = nil, revalidating: HTTPCacheMetadata? = nil
     ) {
         self.url = url
         self.identifier = identifier ?? url.absoluteString
@@ -48,13 +52,26 @@ public struct ImageDownloadRequest: Sendable {
         self.authorization = authorization
         self.hydrationKey = hydrationKey
         self.partial = partial
+        self.revalidating = revalidating
+    }
+
+    /// The conditional header fields for ``revalidating`` (none for a resume, or without validators).
+    var conditionalHeaders: [(name: String, value: String)] {
+        guard partial == nil, let cached = revalidating else { return [] }
+        var fields: [(name: String, value: String)] = []
+        if let tag = cached.entityTag, !tag.isEmpty { fields.append(("If-None-Match", tag)) }
+        if let date = cached.lastModified, !date.isEmpty { fields.append(("If-Modified-Since", date)) }
+        return fields
     }
 
     /// What identical downloads have in common; `nil` when this request must not be shared.
     var sharingKey: SharingKey? {
         if (hydration != nil || authorization != nil) && hydrationKey == nil { return nil }
+        // A conditional download shares only with loads holding the same cached image: a 304 has no bytes to
+        // give a load without one.
         return SharingKey(url: url.absoluteString, identifier: identifier, pipeline: pipelineIdentifier,
-                          headers: headers.map { "\($0.name.lowercased()):\($0.value)" }, hydrationKey: hydrationKey)
+                          headers: (headers.map { ($0.name, $0.value) } + conditionalHeaders).map { "\($0.name.lowercased()):\($0.value)" },
+                          hydrationKey: hydrationKey)
     }
 
     struct SharingKey: Hashable {
@@ -88,6 +105,9 @@ public enum DownloadOutcome: Sendable {
     /// `partial` is what to keep for resuming: only for the fetch that owned the download (the first
     /// attached), and only when the server allows ranges and gave a validator.
     case failure(ImageDownloadError, partial: PartialImageData?)
+    /// The origin answered a conditional request (``ImageDownloadRequest/revalidating``) with `304 Not
+    /// Modified`: the cached image is current. The response carries the metadata to refresh it with.
+    case notModified(DownloadResponse)
 }
 
 /// A complete image from the network.

@@ -239,9 +239,10 @@ public struct DownloadHeaders: Sendable, Equatable, Sequence, ExpressibleByDicti
     /// No fields.
     public init() {}
 
-    /// The `User-Agent` both downloaders send unless the request sets its own: servers and their logs can tell
-    /// image fetches apart, and some refuse requests that name no client.
-    public static let defaultUserAgent = "ImagePipelineKit"
+    /// The `User-Agent` both downloaders send unless given another or the request sets its own: the library's
+    /// name and version (`ImagePipelineKit/0.2.0-dev`), so servers and their logs can tell image fetches apart, and
+    /// CDNs that refuse requests naming no client serve them.
+    public static let defaultUserAgent = "\(LibraryVersion.name)/\(LibraryVersion.version)"
 
     /// `fields`, in order.
     public init(_ fields: [(name: String, value: String)]) {

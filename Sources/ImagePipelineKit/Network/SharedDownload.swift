@@ -142,6 +142,8 @@ final class SharedDownload: @unchecked Sendable {
                 download.headers.replaceOrAdd(name: "Range", value: "bytes=\(partial.data.count)-")
                 download.headers.replaceOrAdd(name: "If-Range", value: validator)
                 resuming = partial
+            } else {
+                for field in request.conditionalHeaders { download.headers.replaceOrAdd(name: field.name, value: field.value) }
             }
             _queue_send(download)
         }
@@ -217,7 +219,10 @@ final class SharedDownload: @unchecked Sendable {
         // The owner (first fetch) gets the partial on failure and stores the bytes on success, as in TIP: the
         // fetches that joined later get the image but never write it, so it is stored once.
         let outcome: (_ isOwner: Bool) -> DownloadOutcome
-        if let response, Self.isImageStatus(response.statusCode) {
+        if let response, response.statusCode == 304, !request.conditionalHeaders.isEmpty {
+            // The cached image is current. A 304 has no body, so a transport error after its head lost nothing.
+            outcome = { _ in .notModified(response) }
+        } else if let response, Self.isImageStatus(response.statusCode) {
             // Judged on the bytes, not the transport, as TIP came to do: CDNs often end a response badly after
             // its last byte, and failing that image would only make it download again. All of a known length
             // is the image.

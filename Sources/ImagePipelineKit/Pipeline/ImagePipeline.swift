@@ -46,6 +46,15 @@ public final class ImagePipeline: Sendable {
     let storedImageWatchers = StoredImageWatchers()
     private let ownObserver = Locked<(any ImagePipelineObserver)?>(nil)
     private let extraCaches = Locked<[any AdditionalImageCache]>([])
+    private let freshness = Locked(CacheFreshnessPolicy.timeToLive)
+
+    /// How the pipeline decides whether an image on disk may be used without asking the origin: TIP's time to
+    /// live (the default), or HTTP caching with revalidation (see ``CacheFreshnessPolicy``). Read by each fetch
+    /// as it reaches the disk cache; the rendered and memory caches answer without asking in either policy.
+    public var freshnessPolicy: CacheFreshnessPolicy {
+        get { freshness.withLock { $0 } }
+        set { freshness.withLock { $0 = newValue } }
+    }
 
     /// Read-only caches tried, in order, after the disk caches (TIP's `additionalCaches`).
     public var additionalCaches: [any AdditionalImageCache] {

@@ -104,18 +104,26 @@ final class PipelineCaches: Sendable {
 
     /// A freshly downloaded image, in memory at once (before the delegate hears of it, so that a fetch started
     /// from the callback finds it); its renditions of older bytes go, and so does the partial it completes.
-    /// Returns whether memory took it; ``writeDownloadedToDisk(_:identifier:)`` follows after delivery.
-    func keepDownloaded(_ image: CachedImageData, identifier: String) -> Bool {
+    /// Returns whether memory took it; ``writeDownloadedToDisk(_:identifier:replacesSameURL:)`` follows after delivery.
+    /// `replacesSameURL` as for ``MemoryCache/storeComplete(_:identifier:forced:replacesSameURL:)``.
+    func keepDownloaded(_ image: CachedImageData, identifier: String, replacesSameURL: Bool = false) -> Bool {
         // A changed image can come back with the same URL, size and length: renditions of the old bytes go.
         renditionTables?.removeRenditions(of: identifier)
-        let inMemory = memory.storeComplete(image, identifier: identifier)
+        let inMemory = memory.storeComplete(image, identifier: identifier, replacesSameURL: replacesSameURL)
         memory.removePartial(identifier: identifier)
         return inMemory
     }
 
     /// The disk write of a downloaded image, done after its delegate heard of it so it never delays the image.
-    func writeDownloadedToDisk(_ image: CachedImageData, identifier: String) -> Bool {
-        disk?.storeComplete(image, identifier: identifier) ?? false
+    func writeDownloadedToDisk(_ image: CachedImageData, identifier: String, replacesSameURL: Bool = false) -> Bool {
+        disk?.storeComplete(image, identifier: identifier, replacesSameURL: replacesSameURL) ?? false
+    }
+
+    /// A download that must not be stored on disk (`no-store`) removes the disk image of the same URL it
+    /// supersedes. Returns `false`: the image is not on disk.
+    func forgetOnDisk(identifier: String, url: URL) -> Bool {
+        if let disk, disk.completeEntryMetadata(for: identifier)?.url == url { disk.remove(identifier: identifier) }
+        return false
     }
 
     /// The bytes of a download that stopped early, kept in memory and on disk for the next fetch to resume.
