@@ -92,7 +92,8 @@ struct PipelineBench: AsyncParsableCommand {
             The anchor, measured in the same run right after: the same decodes at 256 px straight from memory \
             on as many threads (no network, no caches), as images/s; the ratio is ours over the anchor. \
             --threads sets the pipeline's decode slots (GlobalConfiguration.maxConcurrentImageDecodeCount) and \
-            the anchor's threads; a list (1,2) runs each in turn and prints how both scale from the first. \
+            the anchor's threads; it does not keep the process on that many cores: \
+            scripts/bench-pipeline-scaling.sh runs it under taskset for 1, 2, ... cores. \
             --breakdown turns the pipeline's stage CPU times on and prints CPU time per image by stage. \
             Targets: at least 250 images/s on two cores, and 0.85x the anchor.
             """
@@ -101,15 +102,14 @@ struct PipelineBench: AsyncParsableCommand {
     @Option(help: "Distinct images to fetch.")
     var images = 1000
 
-    @Option(help: "Decode slots of the pipeline and threads of the anchor, or a comma-separated list of them (default: one per core).")
-    var threads = "\(GlobalConfiguration.defaultMaxConcurrentImageDecodeCount)"
+    @Option(help: "Decode slots of the pipeline and threads of the anchor (default: one per core).")
+    var threads = GlobalConfiguration.defaultMaxConcurrentImageDecodeCount
 
     @Flag(help: "Record the pipeline's stage CPU times and print where each image's CPU time went.")
     var breakdown = false
 
     func run() async throws {
-        let counts = threads.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { throw ValidationError("--threads: positive numbers, such as 2 or 1,2") }
+        guard threads > 0 else { throw ValidationError("--threads: a positive number") }
         let sources = ["skimage-hubble_deep_field.jpg", "skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-chelsea.png"]
         let photos = try sources.map { try BenchImages.photoJPEG(width: 1920, height: 1080, from: $0) }
         let server = try await ImageOriginServer.start(port: 0)
@@ -119,29 +119,18 @@ struct PipelineBench: AsyncParsableCommand {
         }
         let downloader = HTTPClientDownloader()
         let target = TargetSizing(dimensions: PixelSize(width: 256, height: 256), contentMode: .fit)
-        var results: [(threads: Int, rate: Double, anchor: Double)] = []
-        for count in counts {
-            let rate = try await pipelineRate(threads: count, server: server, downloader: downloader, target: target)
-            let anchor = try Self.directDecodeRate(photos: photos, count: images, target: target, threads: count)
-            results.append((count, rate, anchor))
-            print(String(format: "anchor:   the same decodes at 256 px from memory on %d thread%@ = %.0f images/s",
-                         count, count == 1 ? "" : "s", anchor))
-            print(String(format: "B12 pipeline (%d decode slot%@): %.0f images/s, %.2fx the direct decodes (targets: >= 250 images/s on two cores, >= 0.85x)",
-                         count, count == 1 ? "" : "s", rate, rate / anchor))
-        }
+        let rate = try await pipelineRate(server: server, downloader: downloader, target: target)
         try await downloader.shutdown()
         try await server.shutdown()
-        if let first = results.first, results.count > 1 {
-            for result in results.dropFirst() {
-                print(String(format: "scaling: %d threads = %.2fx of %d (pipeline), %.2fx (anchor); target >= %.2fx",
-                             result.threads, result.rate / first.rate, first.threads, result.anchor / first.anchor,
-                             0.9 * Double(result.threads) / Double(first.threads)))
-            }
-        }
+        let anchor = try Self.directDecodeRate(photos: photos, count: images, target: target, threads: threads)
+        let plural = threads == 1 ? "" : "s"
+        print(String(format: "anchor:   the same decodes at 256 px from memory on %d thread%@ = %.0f images/s", threads, plural, anchor))
+        print(String(format: "B12 pipeline: %.0f images/s, %.2fx the direct decodes on %d thread%@ (targets: >= 250 images/s on two cores, >= 0.85x)",
+                     rate, rate / anchor, threads, plural))
     }
 
     /// Images/s of a cold pipeline with `threads` decode slots fetching every image once.
-    private func pipelineRate(threads: Int, server: ImageOriginServer, downloader: HTTPClientDownloader,
+    private func pipelineRate(server: ImageOriginServer, downloader: HTTPClientDownloader,
                               target: TargetSizing) async throws -> Double {
         let stages = StageTimeCollector()
         let (seconds, failures, diskBytes, cpu) = try await BenchPipeline.withPipeline(
