@@ -259,6 +259,7 @@ struct FetchReport {
         case .starting: "starting"
         case .loadingFromMemory: "loadingFromMemory"
         case .loadingFromDisk: "loadingFromDisk"
+        case .loadingFromSharedCache: "loadingFromSharedCache"
         case .loadingFromAdditionalCache: "loadingFromAdditionalCache"
         case .loadingFromNetwork: "loadingFromNetwork"
         case .cancelled: "cancelled"

@@ -4,9 +4,9 @@ import Foundation
 /// The swift-metrics the pipelines emit. Labels and dimensions:
 ///
 /// - `image_pipeline_fetches` (counter): `pipeline`, `result` (`success`, `failure`, `cancelled`), `source`
-///   (`memory`, `disk`, `additional`, `network`, `networkResumed`, `none`).
+///   (`memory`, `disk`, `shared`, `additional`, `network`, `networkResumed`, `none`).
 /// - `image_pipeline_cache_lookups` (counter): `pipeline`, `layer` (`rendered`, `memory`, `disk`, `table` (a
-///   memory or disk image found as a ready rendition in ``RenditionTables``), `additional`), `result` (`hit`,
+///   memory or disk image found as a ready rendition in ``RenditionTables``), `shared`, `additional`), `result` (`hit`,
 ///   `miss`).
 /// - `image_pipeline_network_bytes` (counter): `pipeline`; bytes of images completed from the network, counted
 ///   once per download however many fetches shared it.
@@ -14,6 +14,9 @@ import Foundation
 /// - `image_pipeline_fetch_duration` (timer): `pipeline`, `result`.
 /// - `image_pipeline_problems` (counter): `problem` (``ImagePipelineProblem/kind``, such as
 ///   `diskCacheWriteFailed` for a store a full disk refused).
+/// - `image_pipeline_shared_cache` (counter): `pipeline`, `event` (`hit`, `miss`, `leaseWait` (a fetch waited for
+///   another process's download), `leaseFallback` (the wait ended without the image), `stored`, `rejected` (a
+///   value that failed a check), `error` (a failed or timed-out call)).
 public enum PipelineMetricLabels {
     public static let fetches = "image_pipeline_fetches"
     public static let cacheLookups = "image_pipeline_cache_lookups"
@@ -21,6 +24,7 @@ public enum PipelineMetricLabels {
     public static let decodeDuration = "image_pipeline_decode_duration"
     public static let fetchDuration = "image_pipeline_fetch_duration"
     public static let problems = "image_pipeline_problems"
+    public static let sharedCache = "image_pipeline_shared_cache"
 }
 
 extension GlobalConfiguration {
@@ -51,6 +55,7 @@ extension GlobalConfiguration {
                 layer = info.wasLoadedSynchronously ? "rendered" : info.wasLoadedFromRenditionTable ? "table" : "memory"
             case .diskCache: layer = info.wasLoadedFromRenditionTable ? "table" : "disk"
             case .additionalCache: layer = "additional"
+            case .sharedCache: layer = "shared"
             case .network, .networkResumed, .unknown: continue
             }
             Counter(label: PipelineMetricLabels.cacheLookups,
@@ -70,6 +75,16 @@ extension GlobalConfiguration {
 
     func recordProblem(_ problem: ImagePipelineProblem) {
         Counter(label: PipelineMetricLabels.problems, dimensions: [("problem", problem.kind)], factory: metricsFactory).increment()
+    }
+
+    /// What happened in a shared-cache step (``PipelineMetricLabels/sharedCache``).
+    enum SharedCacheEvent: String {
+        case hit, miss, leaseWait, leaseFallback, stored, rejected, error
+    }
+
+    func recordSharedCache(_ event: SharedCacheEvent, pipeline: String) {
+        Counter(label: PipelineMetricLabels.sharedCache, dimensions: [("pipeline", pipeline), ("event", event.rawValue)],
+                factory: metricsFactory).increment()
     }
 
     func recordNetworkBytes(_ bytes: Int, pipeline: String) {

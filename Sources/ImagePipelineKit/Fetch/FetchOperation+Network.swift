@@ -137,10 +137,12 @@ extension FetchOperation {
         pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)
         let caches = pipeline.caches
         let inMemory = caches.keepDownloaded(cached, identifier: plan.identifier)
+        let writeThrough = _queue_sharedCacheWriteThrough(of: cached, type: decoded.properties.type)
         _queue_succeed(image) { [self] in
             defer {
                 stored()
                 keepRendition?()
+                writeThrough?()
             }
             let onDisk = caches.writeDownloadedToDisk(cached, identifier: plan.identifier)
             if inMemory || onDisk {

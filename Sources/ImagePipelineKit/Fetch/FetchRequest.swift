@@ -11,10 +11,12 @@ public enum ImageLoadSource: Int, Sendable, CaseIterable {
     case network = 4
     /// The network, continuing a partial image from the caches.
     case networkResumed = 5
+    /// The fleet-shared cache (``ImagePipeline/sharedCache``), tried after the disk caches.
+    case sharedCache = 6
 }
 
 extension ImageLoadSource: CustomStringConvertible {
-    /// A short name for output and metrics: `memory`, `disk`, `additional`, `network`, `networkResumed`.
+    /// A short name for output and metrics: `memory`, `disk`, `shared`, `additional`, `network`, `networkResumed`.
     public var description: String {
         switch self {
         case .unknown: "unknown"
@@ -23,6 +25,7 @@ extension ImageLoadSource: CustomStringConvertible {
         case .additionalCache: "additional"
         case .network: "network"
         case .networkResumed: "networkResumed"
+        case .sharedCache: "shared"
         }
     }
 }
@@ -37,6 +40,8 @@ public struct LoadingSources: OptionSet, Hashable, Sendable {
     public static let network = LoadingSources(rawValue: 1 << 4)
     /// Only continuing a partial image; a full download is refused.
     public static let networkResumed = LoadingSources(rawValue: 1 << 5)
+    /// The fleet-shared cache (``ImagePipeline/sharedCache``), when the pipeline has one.
+    public static let sharedCache = LoadingSources(rawValue: 1 << 6)
     public static let all = LoadingSources(rawValue: 0xFF)
 }
 

@@ -46,6 +46,8 @@ public final class ImagePipeline: Sendable {
     let storedImageWatchers = StoredImageWatchers()
     private let ownObserver = Locked<(any ImagePipelineObserver)?>(nil)
     private let extraCaches = Locked<[any AdditionalImageCache]>([])
+    /// The fleet-shared cache, with this pipeline's way into it (``sharedCache``).
+    let sharedCacheAccess = Locked<SharedCacheAccess?>(nil)
 
     /// Read-only caches tried, in order, after the disk caches (TIP's `additionalCaches`).
     public var additionalCaches: [any AdditionalImageCache] {

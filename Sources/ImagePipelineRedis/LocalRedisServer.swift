@@ -1,0 +1,145 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// A private `redis-server` process in a temporary directory, for tests, demos and development: no
+/// persistence (`--save ''`, no append-only file), a password, TCP on a free loopback port or a unix socket.
+/// Stopped by its process id, never by name.
+public final class LocalRedisServer: Sendable {
+    /// The server's process id.
+    public let pid: Int32
+    /// The loopback TCP port, or `nil` when it listens on a unix socket only.
+    public let port: Int?
+    /// The unix socket's path, when it listens on one.
+    public let socketPath: String?
+    /// The password it requires.
+    public let password: String
+    /// Its working directory (removed by ``stop()``).
+    public let directory: URL
+    private let process: Process
+
+    private init(process: Process, port: Int?, socketPath: String?, password: String, directory: URL) {
+        self.process = process
+        pid = process.processIdentifier
+        self.port = port
+        self.socketPath = socketPath
+        self.password = password
+        self.directory = directory
+    }
+
+    /// Why the server did not start.
+    public enum StartError: Error, CustomStringConvertible {
+        /// `redis-server` is not installed (`scripts/install-system-deps.sh` installs it).
+        case notInstalled
+        /// It did not answer `PING` within the wait.
+        case notReady(output: String)
+
+        /// Says why.
+        public var description: String {
+            switch self {
+            case .notInstalled: "redis-server is not installed"
+            case .notReady(let output): "redis-server did not become ready: \(output)"
+            }
+        }
+    }
+
+    /// The `redis-server` on `PATH`, or `nil`.
+    public static var executablePath: String? {
+        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/usr/local/bin").split(separator: ":")
+        return (directories + ["/usr/bin", "/usr/sbin"]).map { "\($0)/redis-server" }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Starts a server and waits (up to 10 s) until it answers.
+    /// - Parameters:
+    ///   - password: the password it requires (default: a random one).
+    ///   - unixSocket: listen on a unix socket in its directory instead of TCP.
+    ///   - maxMemoryBytes: `maxmemory` with the `allkeys-lru` policy, or `nil` for no limit.
+    /// - Throws: ``StartError``, or the error of launching the process.
+    public static func start(password: String = "pw-\(UInt64.random(in: 0...UInt64.max))", unixSocket: Bool = false,
+                             maxMemoryBytes: Int? = nil) async throws -> LocalRedisServer {
+        guard let executable = executablePath else { throw StartError.notInstalled }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-redis-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = unixSocket ? nil : try freePort()
+        let socketPath = unixSocket ? directory.appendingPathComponent("redis.sock").path : nil
+        var arguments = ["--port", "\(port ?? 0)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                         "--requirepass", password, "--dir", directory.path, "--daemonize", "no",
+                         "--logfile", directory.appendingPathComponent("redis.log").path]
+        if let socketPath { arguments += ["--unixsocket", socketPath, "--unixsocketperm", "700"] }
+        if let maxMemoryBytes { arguments += ["--maxmemory", "\(maxMemoryBytes)", "--maxmemory-policy", "allkeys-lru"] }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let server = LocalRedisServer(process: process, port: port, socketPath: socketPath, password: password,
+                                      directory: directory)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if await server.answersPing() { return server }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let log = (try? String(contentsOf: directory.appendingPathComponent("redis.log"), encoding: .utf8)) ?? ""
+        server.stop()
+        throw StartError.notReady(output: String(log.suffix(2000)))
+    }
+
+    /// Where the server is, with its password, as a URL for ``RedisConfiguration/init(url:)``.
+    public var url: String {
+        if let socketPath { return "unix://\(socketPath)?password=\(password)" }
+        return "redis://:\(password)@127.0.0.1:\(port ?? 0)"
+    }
+
+    /// A client configuration for the server (its password included).
+    public var configuration: RedisConfiguration {
+        let address: RedisConfiguration.Address = socketPath.map { .unixSocket(path: $0) } ?? .tcp(host: "127.0.0.1", port: port ?? 0)
+        return RedisConfiguration(address: address, password: password)
+    }
+
+    /// Whether the server answers `PING` now.
+    public func answersPing() async -> Bool {
+        var configuration = configuration
+        configuration.poolSize = 1
+        configuration.connectTimeout = .milliseconds(500)
+        configuration.operationTimeout = .milliseconds(500)
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.close() } }
+        return (try? await client.send("PING", [String]())) == .simpleString("PONG")
+    }
+
+    /// Stops the server (`SIGSTOP`): it keeps its connections but answers nothing.
+    public func pause() { kill(pid, SIGSTOP) }
+
+    /// Lets a paused server go on (`SIGCONT`).
+    public func resume() { kill(pid, SIGCONT) }
+
+    /// Kills the server at once (`SIGKILL`), as a crash would.
+    public func killNow() {
+        kill(pid, SIGCONT)
+        kill(pid, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Ends the server: `SIGTERM`, then `SIGKILL` after 2 s; removes its directory.
+    public func stop() {
+        if process.isRunning {
+            kill(pid, SIGCONT)
+            kill(pid, SIGTERM)
+            let deadline = Date().addingTimeInterval(2)
+            while process.isRunning, Date() < deadline { usleep(10_000) }
+            if process.isRunning { kill(pid, SIGKILL) }
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A loopback port nothing listens on now (the kernel's pick for a socket bound to port 0).
+    private static func freePort() throws -> Int {
+        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? channel.close().wait() }
+        return channel.localAddress?.port ?? 0
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import ImagePipelineKit
+import ImagePipelineRedis
+import NIOCore
+import Testing
+import TestSupport
+
+@Suite("The RESP client against a real redis-server",
+       .enabled(if: LocalRedisServer.executablePath != nil, "redis-server is not installed"))
+struct RedisClientTests {
+    @Test("SET and GET round-trip bytes over TCP, with AUTH")
+    func roundTripOverTCP() async throws {
+        let server = try await LocalRedisServer.start()
+        defer { server.stop() }
+        let client = RedisClient(configuration: server.configuration)
+        #expect(try await client.send("SET", ["greeting", "hello"]) == .simpleString("OK"))
+        #expect(try await client.send("GET", ["greeting"]) == .bulkString(ByteBuffer(string: "hello")))
+        #expect(try await client.send("GET", ["absent"]) == .bulkString(nil))
+        await client.close()
+    }
+
+    @Test("The same over a unix socket")
+    func roundTripOverUnixSocket() async throws {
+        let server = try await LocalRedisServer.start(unixSocket: true)
+        defer { server.stop() }
+        let client = RedisClient(configuration: try RedisConfiguration(url: server.url))
+        #expect(try await client.send("SET", ["k", "v"]) == .simpleString("OK"))
+        #expect(try await client.send("GET", ["k"]) == .bulkString(ByteBuffer(string: "v")))
+        await client.close()
+    }
+
+    @Test("A thousand commands in flight at once on two connections each get their own reply")
+    func pipelinedCommandsKeepTheirReplies() async throws {
+        let server = try await LocalRedisServer.start()
+        defer { server.stop() }
+        let client = RedisClient(configuration: server.configuration)
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<1000 {
+                group.addTask {
+                    _ = try await client.send("SET", ["key\(index)", "value\(index)"])
+                    return try await client.send("GET", ["key\(index)"]) == .bulkString(ByteBuffer(string: "value\(index)"))
+                }
+            }
+            let matches = try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            #expect(matches == 1000)
+        }
+        await client.close()
+    }
+
+    @Test("A wrong password is a typed authentication error")
+    func wrongPasswordIsTyped() async throws {
+        let server = try await LocalRedisServer.start()
+        defer { server.stop() }
+        var configuration = server.configuration
+        configuration.password = "not-the-password"
+        let client = RedisClient(configuration: configuration)
+        await #expect {
+            _ = try await client.send("PING", [String]())
+        } throws: { error in
+            if case .authenticationFailed = error as? RedisClientError { return true }
+            return false
+        }
+    }
+
+    @Test("URLs name TCP and unix-socket servers; anything else is an invalid URL")
+    func urls() throws {
+        let tcp = try RedisConfiguration(url: "redis://fleet:s3cret@10.1.2.3:6380/2")
+        #expect(tcp.address == .tcp(host: "10.1.2.3", port: 6380))
+        #expect(tcp.user == "fleet" && tcp.password == "s3cret" && tcp.database == 2)
+        let unix = try RedisConfiguration(url: "unix:///run/redis.sock?password=pw")
+        #expect(unix.address == .unixSocket(path: "/run/redis.sock") && unix.password == "pw")
+        #expect(throws: RedisClientError.self) { try RedisConfiguration(url: "http://example.com") }
+    }
+}
