@@ -43,6 +43,15 @@ public final class RedisClient: Sendable {
         try await send(RedisCommand(name, arguments.map(RedisArgument.string)))
     }
 
+    /// Sends a command whose arguments are bytes (a value to `SET`, say).
+    /// - Parameters:
+    ///   - name: the command.
+    ///   - arguments: its arguments, as bytes.
+    /// - Throws: ``RedisClientError`` or ``ImagePipelineKit/SharedCacheCircuitOpenError``, as for string arguments.
+    public func send(_ name: String, bytes arguments: [ByteBuffer]) async throws -> RESPValue {
+        try await send(RedisCommand(name, arguments.map(RedisArgument.bytes)))
+    }
+
     /// Sends a command whose arguments include bytes.
     func send(_ name: String, _ arguments: [RedisArgument]) async throws -> RESPValue {
         try await send(RedisCommand(name, arguments))

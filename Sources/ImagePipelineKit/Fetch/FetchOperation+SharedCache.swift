@@ -53,7 +53,14 @@ extension FetchOperation {
                 }
             }
             switch await access.acquireLease(for: key) {
-            case .acquired(let lease): return .miss(lease: lease, waited: isFirstTry ? nil : waited, gaveUpWaiting: false)
+            case .acquired(let lease):
+                // The holder before may have written the value and given the lease back between the last look
+                // and this one: a second look costs one round trip, a second download costs the origin.
+                if let value = await access.value(for: key, identifier: identifier), value.url == url {
+                    access.release(lease)
+                    return .hit(value, waited: isFirstTry ? nil : waited)
+                }
+                return .miss(lease: lease, waited: isFirstTry ? nil : waited, gaveUpWaiting: false)
             case .unavailable: return .miss(lease: nil, waited: isFirstTry ? nil : waited, gaveUpWaiting: false)
             case .heldElsewhere: isFirstTry = false
             }

@@ -7,6 +7,8 @@ import PipelineLocking
 final class SharedCacheAccess: Sendable {
     let configuration: SharedCacheConfiguration
     private let pipeline: String
+    /// The pipeline's name in the keys.
+    private let keyName: String
     private let global: GlobalConfiguration
     /// Whether the last call failed: an outage is reported when it begins, not at every failed call.
     private let isFailing = Locked(false)
@@ -19,17 +21,18 @@ final class SharedCacheAccess: Sendable {
     init(_ configuration: SharedCacheConfiguration, pipeline: String, global: GlobalConfiguration) {
         self.configuration = configuration
         self.pipeline = pipeline
+        keyName = configuration.pipelineName ?? pipeline
         self.global = global
     }
 
     /// The key of `identifier` in this pipeline (a fetch has it from ``FetchKeys/sharedCacheKey(namespace:pipeline:)``).
     func key(for identifier: String) -> SharedCacheKey {
-        SharedCacheKey(namespace: configuration.namespace, pipeline: pipeline, identifier: identifier)
+        SharedCacheKey(namespace: configuration.namespace, pipeline: keyName, identifier: identifier)
     }
 
     /// The key of a fetch's image.
     func key(for keys: FetchKeys) -> SharedCacheKey {
-        keys.sharedCacheKey(namespace: configuration.namespace, pipeline: pipeline)
+        keys.sharedCacheKey(namespace: configuration.namespace, pipeline: keyName)
     }
 
     /// The value of `key`: a checked hit, else a miss (nothing there, a rejected value, or a failed call).

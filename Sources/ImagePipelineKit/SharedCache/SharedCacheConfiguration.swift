@@ -7,6 +7,9 @@ public struct SharedCacheConfiguration: Sendable {
     public var cache: any SharedImageCache
     /// Separates fleets or deployments that share one cache; part of every key (``SharedCacheKey``).
     public var namespace: String
+    /// The pipeline name in the keys; `nil` (the default) uses the pipeline's identifier. Pipelines of
+    /// different identifiers that should share images (two in one process, say) give the same name.
+    public var pipelineName: String?
     /// The longest one call to the cache may hold a fetch up; a call that takes longer counts as a miss and is
     /// reported as ``ImagePipelineProblem/sharedCacheUnavailable(reason:)``. Default 0.5 s.
     public var operationTimeout: Duration
@@ -22,15 +25,17 @@ public struct SharedCacheConfiguration: Sendable {
     /// - Parameters:
     ///   - cache: the shared cache.
     ///   - namespace: separates fleets sharing one cache (default `ipk`).
+    ///   - pipelineName: the pipeline name in the keys (default: the pipeline's identifier).
     ///   - operationTimeout: the longest one call may take (default 0.5 s).
     ///   - leaseTimeToLive: how long a fill lease lasts (default 10 s).
     ///   - pollInterval: how often a waiting fetch asks again (default 50 ms).
     ///   - maxValueBytes: the largest image written to the cache (default 8 MiB).
-    public init(cache: any SharedImageCache, namespace: String = "ipk", operationTimeout: Duration = .milliseconds(500),
+    public init(cache: any SharedImageCache, namespace: String = "ipk", pipelineName: String? = nil, operationTimeout: Duration = .milliseconds(500),
                 leaseTimeToLive: Duration = .seconds(10), pollInterval: Duration = .milliseconds(50),
                 maxValueBytes: Int = 8 << 20) {
         self.cache = cache
         self.namespace = namespace
+        self.pipelineName = pipelineName
         self.operationTimeout = operationTimeout
         self.leaseTimeToLive = leaseTimeToLive
         self.pollInterval = pollInterval
