@@ -61,7 +61,7 @@ public final class LocalRedisServer: Sendable {
         guard let executable = executablePath else { throw StartError.notInstalled }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let port = unixSocket ? nil : try freePort()
+        let port = unixSocket ? nil : try await freePort()
         let socketPath = unixSocket ? directory.appendingPathComponent("redis.sock").path : nil
         var arguments = ["--port", "\(port ?? 0)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                          "--requirepass", password, "--dir", directory.path, "--daemonize", "no",
@@ -82,7 +82,7 @@ public final class LocalRedisServer: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         let log = (try? String(contentsOf: directory.appendingPathComponent("redis.log"), encoding: .utf8)) ?? ""
-        server.stop()
+        await server.stop()
         throw StartError.notReady(output: String(log.suffix(2000)))
     }
 
@@ -115,15 +115,21 @@ public final class LocalRedisServer: Sendable {
     /// Lets a paused server go on (`SIGCONT`).
     public func resume() { kill(pid, SIGCONT) }
 
-    /// Kills the server at once (`SIGKILL`), as a crash would.
-    public func killNow() {
+    /// Kills the server at once (`SIGKILL`), as a crash would, and waits for it to be gone.
+    public func killNow() async {
         kill(pid, SIGCONT)
         kill(pid, SIGKILL)
-        process.waitUntilExit()
+        await onThreadOfItsOwn { [process] in process.waitUntilExit() }
     }
 
-    /// Ends the server: `SIGTERM`, then `SIGKILL` after 2 s; removes its directory.
-    public func stop() {
+    /// Ends the server: `SIGTERM`, then `SIGKILL` after 2 s; removes its directory. The waiting happens on a
+    /// thread of its own, never on one of Swift concurrency's few shared threads.
+    public func stop() async {
+        await onThreadOfItsOwn { [self] in stopBlocking() }
+    }
+
+    /// ``stop()`` for code that is not async: blocks the calling thread until the server is gone.
+    public func stopBlocking() {
         if process.isRunning {
             kill(pid, SIGCONT)
             kill(pid, SIGTERM)
@@ -135,11 +141,21 @@ public final class LocalRedisServer: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    private func onThreadOfItsOwn(_ work: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                work()
+                continuation.resume()
+            }
+        }
+    }
+
     /// A loopback port nothing listens on now (the kernel's pick for a socket bound to port 0).
-    private static func freePort() throws -> Int {
-        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? channel.close().wait() }
-        return channel.localAddress?.port ?? 0
+    private static func freePort() async throws -> Int {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress?.port ?? 0
+        try await channel.close().get()
+        return port
     }
 }

@@ -55,7 +55,9 @@ public final class RedisImageCache: SharedImageCache {
                 return .hit(value)
             case .failure(let rejection):
                 rejections.withLock { $0 += 1 }
-                _ = try? await client.send("DEL", [.string(key.rawValue)])
+                // Deleted in the background: the fetch goes on to the origin meanwhile.
+                let client = client
+                Task { _ = try? await client.send("DEL", [.string(key.rawValue)]) }
                 return .rejected(reason: rejection.rawValue)
             }
         case .error(let message):

@@ -5,60 +5,69 @@ import NIOCore
 import Testing
 import TestSupport
 
-@Suite("The RESP client against a real redis-server",
+@Suite("The RESP client against a real redis-server", .serialized,
        .enabled(if: LocalRedisServer.executablePath != nil, "redis-server is not installed"))
 struct RedisClientTests {
+    /// Runs `body` with a private server, which is stopped afterwards whatever `body` threw.
+    private func withServer(unixSocket: Bool = false, _ body: (LocalRedisServer) async throws -> Void) async throws {
+        let server = try await LocalRedisServer.start(unixSocket: unixSocket)
+        var failure: (any Error)?
+        do { try await body(server) } catch { failure = error }
+        await server.stop()
+        if let failure { throw failure }
+    }
+
     @Test("SET and GET round-trip bytes over TCP, with AUTH")
     func roundTripOverTCP() async throws {
-        let server = try await LocalRedisServer.start()
-        defer { server.stop() }
-        let client = RedisClient(configuration: server.configuration)
-        #expect(try await client.send("SET", ["greeting", "hello"]) == .simpleString("OK"))
-        #expect(try await client.send("GET", ["greeting"]) == .bulkString(ByteBuffer(string: "hello")))
-        #expect(try await client.send("GET", ["absent"]) == .bulkString(nil))
-        await client.close()
+        try await withServer { (server: LocalRedisServer) async throws in
+            let client = RedisClient(configuration: TierHarness.patientConfiguration(server))
+            #expect(try await client.send("SET", ["greeting", "hello"]) == .simpleString("OK"))
+            #expect(try await client.send("GET", ["greeting"]) == .bulkString(ByteBuffer(string: "hello")))
+            #expect(try await client.send("GET", ["absent"]) == .bulkString(nil))
+            await client.close()
+        }
     }
 
     @Test("The same over a unix socket")
     func roundTripOverUnixSocket() async throws {
-        let server = try await LocalRedisServer.start(unixSocket: true)
-        defer { server.stop() }
-        let client = RedisClient(configuration: try RedisConfiguration(url: server.url))
-        #expect(try await client.send("SET", ["k", "v"]) == .simpleString("OK"))
-        #expect(try await client.send("GET", ["k"]) == .bulkString(ByteBuffer(string: "v")))
-        await client.close()
+        try await withServer(unixSocket: true) { (server: LocalRedisServer) async throws in
+            let client = RedisClient(configuration: TierHarness.patient(try RedisConfiguration(url: server.url)))
+            #expect(try await client.send("SET", ["k", "v"]) == .simpleString("OK"))
+            #expect(try await client.send("GET", ["k"]) == .bulkString(ByteBuffer(string: "v")))
+            await client.close()
+        }
     }
 
     @Test("A thousand commands in flight at once on two connections each get their own reply")
     func pipelinedCommandsKeepTheirReplies() async throws {
-        let server = try await LocalRedisServer.start()
-        defer { server.stop() }
-        let client = RedisClient(configuration: server.configuration)
-        try await withThrowingTaskGroup(of: Bool.self) { group in
-            for index in 0..<1000 {
-                group.addTask {
-                    _ = try await client.send("SET", ["key\(index)", "value\(index)"])
-                    return try await client.send("GET", ["key\(index)"]) == .bulkString(ByteBuffer(string: "value\(index)"))
+        try await withServer { (server: LocalRedisServer) async throws in
+            let client = RedisClient(configuration: TierHarness.patientConfiguration(server))
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<1000 {
+                    group.addTask {
+                        _ = try await client.send("SET", ["key\(index)", "value\(index)"])
+                        return try await client.send("GET", ["key\(index)"]) == .bulkString(ByteBuffer(string: "value\(index)"))
+                    }
                 }
+                let matches = try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+                #expect(matches == 1000)
             }
-            let matches = try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
-            #expect(matches == 1000)
+            await client.close()
         }
-        await client.close()
     }
 
     @Test("A wrong password is a typed authentication error")
     func wrongPasswordIsTyped() async throws {
-        let server = try await LocalRedisServer.start()
-        defer { server.stop() }
-        var configuration = server.configuration
-        configuration.password = "not-the-password"
-        let client = RedisClient(configuration: configuration)
-        await #expect {
-            _ = try await client.send("PING", [String]())
-        } throws: { error in
-            if case .authenticationFailed = error as? RedisClientError { return true }
-            return false
+        try await withServer { (server: LocalRedisServer) async throws in
+            var configuration = TierHarness.patientConfiguration(server)
+            configuration.password = "not-the-password"
+            let client = RedisClient(configuration: configuration)
+            await #expect {
+                _ = try await client.send("PING", [String]())
+            } throws: { error in
+                if case .authenticationFailed = error as? RedisClientError { return true }
+                return false
+            }
         }
     }
 

@@ -16,7 +16,7 @@ func waitForValue(_ key: SharedCacheKey, in client: RedisClient) async throws ->
     return false
 }
 
-@Suite("The fleet-shared tier on a real redis-server",
+@Suite("The fleet-shared tier on a real redis-server", .serialized,
        .enabled(if: LocalRedisServer.executablePath != nil, "redis-server is not installed"))
 struct SharedCacheTierTests {
     @Test("An image one member downloaded is a shared-cache hit for another, then a disk hit there")
@@ -121,7 +121,8 @@ struct SharedCacheTierTests {
             let result = try await harness.fetch(index, with: reader)
             #expect(result.source == .network)
             #expect(harness.originRequests(index) == before + 1)
-            #expect(reader.cache.rejectedValueCount == 1)
+            // Once, or twice when the look after taking the lease came before the background delete.
+            #expect(reader.cache.rejectedValueCount >= 1)
             #expect(reader.problems.all.contains { $0.kind == "sharedCacheValueRejected" }, "\(reader.problems.all)")
             // The reader's download replaced the bad value with a good one.
             #expect(try await waitForValue(target, in: client))

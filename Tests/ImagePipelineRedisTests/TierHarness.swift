@@ -36,7 +36,7 @@ final class TierHarness: Sendable {
         var failure: (any Error)?
         do { try await body(harness) } catch { failure = error }
         try? await origin.shutdown()
-        redis?.stop()
+        await redis?.stop()
         try? FileManager.default.removeItem(at: root)
         if let failure { throw failure }
     }
@@ -62,16 +62,32 @@ final class TierHarness: Sendable {
         configuration.problemObserver = problems
         let pipeline = try ImagePipeline(identifier: "\(name)-\(UUID().uuidString.prefix(8))", configuration: configuration,
                                          cacheRoot: root.appendingPathComponent(name))
-        guard let clientConfiguration = redisConfiguration ?? redis?.configuration else { throw CocoaError(.featureUnsupported) }
+        guard var clientConfiguration = redisConfiguration ?? redis.map(Self.patientConfiguration) else {
+            throw CocoaError(.featureUnsupported)
+        }
+        if redisConfiguration == nil { clientConfiguration = Self.patient(clientConfiguration) }
         let cache = RedisImageCache(client: RedisClient(configuration: clientConfiguration), signingSecret: secret)
         pipeline.sharedCache = SharedCacheConfiguration(cache: cache, namespace: "test", pipelineName: "fleet",
-                                                        leaseTimeToLive: leaseTimeToLive)
+                                                        operationTimeout: .seconds(3), leaseTimeToLive: leaseTimeToLive)
         return Member(pipeline: pipeline, configuration: configuration, problems: problems, cache: cache)
     }
 
     /// The sources a member fetches from: not the disks, because in one process every live pipeline's disk is
     /// a source too (another process's disk would not be).
     static let fleetSources: LoadingSources = [.memoryCache, .sharedCache, .network]
+
+    /// A client configuration for `redis` with timeouts a debug build on a loaded 2-core machine meets (the
+    /// defaults, 250 ms, are for production builds; the fault tests that need them short set their own).
+    static func patientConfiguration(_ redis: LocalRedisServer) -> RedisConfiguration {
+        patient(redis.configuration)
+    }
+
+    static func patient(_ configuration: RedisConfiguration) -> RedisConfiguration {
+        var configuration = configuration
+        configuration.operationTimeout = .seconds(2)
+        configuration.connectTimeout = .seconds(2)
+        return configuration
+    }
 
     /// Fetches image `index` at its own size through `member`.
     func fetch(_ index: Int, with member: Member, sources: LoadingSources = TierHarness.fleetSources) async throws
@@ -87,7 +103,7 @@ final class TierHarness: Sendable {
     /// A client of the harness's server, for planting and reading raw values.
     func rawClient() throws -> RedisClient {
         guard let redis else { throw CocoaError(.featureUnsupported) }
-        return RedisClient(configuration: redis.configuration)
+        return RedisClient(configuration: Self.patientConfiguration(redis))
     }
 
     /// JPEGs of noise (so they do not compress away), `side` × `side`, distinct per index.
