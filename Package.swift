@@ -89,6 +89,7 @@ let package = Package(
                 "PipelineLocking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "SampleCLI",
             exclude: ["Images/LICENSES.md"],
