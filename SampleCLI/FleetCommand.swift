@@ -115,7 +115,7 @@ struct FleetCommand: AsyncParsableCommand {
         plan.seed &+= 1
         var warm: FleetPhase?
         if !skipWarm {
-            // A killed server is started again empty, so the warm run still has a tier to warm.
+            // After --kill-redis-at there is no tier left: the warm run then shows the fleet without one.
             log("warm run (new instances, empty disks)…")
             warm = try await plan.run(origin: origin, redis: server)
         }
