@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
     ],
     targets: [
         // Debian's C image libraries (scripts/install-system-deps.sh installs them).
@@ -57,8 +58,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        // The fleet-shared cache tier on Redis: a RESP client on SwiftNIO (pooled, pipelined, with timeouts and a
-        // circuit breaker) and signed values. A separate product so the core library does not pull in NIO.
+        // The fleet-shared cache tier on Redis: a RESP client on SwiftNIO (pooled, pipelined, with timeouts, a
+        // circuit breaker and TLS through swift-nio-ssl) and signed values. A separate product so the core library does not pull in NIO.
         .target(
             name: "ImagePipelineRedis",
             dependencies: [
@@ -66,6 +67,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

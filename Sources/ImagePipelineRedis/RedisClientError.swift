@@ -2,6 +2,8 @@
 public enum RedisClientError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No connection could be made (refused, unreachable, no such socket file) within the connect timeout.
     case connectFailed(String)
+    /// The TLS handshake failed: the server speaks no TLS, or its certificate is not trusted or not for this name.
+    case tlsFailed(String)
     /// The server refused the user or password (`WRONGPASS`, `NOAUTH`), or asked for one that was not given.
     case authenticationFailed(String)
     /// No reply within the per-operation timeout (a stalled or overloaded server); the connection was closed.
@@ -21,6 +23,7 @@ public enum RedisClientError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .connectFailed(let reason): "connect failed: \(reason)"
+        case .tlsFailed(let reason): "TLS failed: \(reason)"
         case .authenticationFailed(let reason): "authentication failed: \(reason)"
         case .timedOut(let command, let milliseconds): "\(command) timed out after \(milliseconds) ms"
         case .connectionClosed: "connection closed"

@@ -10,8 +10,27 @@ public struct RedisConfiguration: Sendable {
         case unixSocket(path: String)
     }
 
+    /// TLS for the connection (Redis's `tls-port`).
+    public struct TLS: Sendable, Equatable {
+        /// A PEM file of the certificates to trust; `nil` trusts the system's roots.
+        public var trustRootsFile: String?
+        /// The name the server's certificate must carry (and the SNI sent); `nil` checks the address connected to.
+        public var serverHostname: String?
+
+        /// TLS trusting `trustRootsFile` (or the system's roots).
+        /// - Parameters:
+        ///   - trustRootsFile: a PEM file of trusted certificates, or `nil` for the system's.
+        ///   - serverHostname: the name to verify, or `nil` for the address.
+        public init(trustRootsFile: String? = nil, serverHostname: String? = nil) {
+            self.trustRootsFile = trustRootsFile
+            self.serverHostname = serverHostname
+        }
+    }
+
     /// How to reach the server.
     public var address: Address
+    /// TLS, or `nil` for a plain connection.
+    public var tls: TLS?
     /// The ACL user for `AUTH`; `nil` authenticates as the default user when there is a password.
     public var user: String?
     /// The password for `AUTH`; `nil` sends no `AUTH`.
@@ -36,6 +55,7 @@ public struct RedisConfiguration: Sendable {
     /// A configuration for the server at `address`.
     /// - Parameters:
     ///   - address: how to reach the server.
+    ///   - tls: TLS settings, or `nil` for a plain connection.
     ///   - user: the ACL user, or `nil`.
     ///   - password: the password, or `nil` for none.
     ///   - database: the database number (default 0).
@@ -45,11 +65,12 @@ public struct RedisConfiguration: Sendable {
     ///   - breakerFailureThreshold: failures in a row that open the breaker (default 3).
     ///   - breakerOpenDuration: how long the breaker stays open (default 5 s).
     ///   - maxReplyBytes: the largest reply accepted (default 9 MiB).
-    public init(address: Address, user: String? = nil, password: String? = nil, database: Int = 0, poolSize: Int = 2,
+    public init(address: Address, tls: TLS? = nil, user: String? = nil, password: String? = nil, database: Int = 0, poolSize: Int = 2,
                 operationTimeout: Duration = .milliseconds(250), connectTimeout: Duration = .milliseconds(250),
                 breakerFailureThreshold: Int = 3, breakerOpenDuration: Duration = .seconds(5),
                 maxReplyBytes: Int = 9 << 20) {
         self.address = address
+        self.tls = tls
         self.user = user
         self.password = password
         self.database = database
@@ -61,7 +82,8 @@ public struct RedisConfiguration: Sendable {
         self.maxReplyBytes = maxReplyBytes
     }
 
-    /// A configuration from a URL: `redis://[user[:password]@]host[:port][/database]`, or
+    /// A configuration from a URL: `redis://[user[:password]@]host[:port][/database]`, the same with `rediss://`
+    /// for TLS (`?ca=/path/to/ca.pem` names the certificates to trust instead of the system's), or
     /// `unix:///path/to/redis.sock[?password=…&user=…&db=…]`.
     /// - Parameter string: the URL.
     /// - Throws: ``RedisClientError/invalidURL(_:)`` when it is neither form.
@@ -69,12 +91,17 @@ public struct RedisConfiguration: Sendable {
         guard let components = URLComponents(string: string) else { throw .invalidURL(string) }
         let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
         switch components.scheme {
-        case "redis":
+        case "redis", "rediss":
             guard let host = components.host, !host.isEmpty else { throw .invalidURL(string) }
             let database = Int(components.path.dropFirst()) ?? 0
             self.init(address: .tcp(host: host, port: components.port ?? 6379),
                       user: components.user.flatMap { $0.isEmpty ? nil : $0.removingPercentEncoding },
                       password: components.password?.removingPercentEncoding ?? query["password"], database: database)
+            if components.scheme == "rediss" {
+                // An IP address is checked against the certificate's addresses; a name is also sent as SNI.
+                let isAddress = host.allSatisfy { $0.isNumber || $0 == "." || $0 == ":" }
+                tls = TLS(trustRootsFile: query["ca"], serverHostname: isAddress ? nil : host)
+            }
         case "unix":
             guard !components.path.isEmpty else { throw .invalidURL(string) }
             self.init(address: .unixSocket(path: components.path), user: query["user"], password: query["password"],

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import NIOSSL
 import PipelineLocking
 
 /// One connection to Redis, authenticated and ready; commands may be sent on it from any thread, many at once.
@@ -21,11 +22,26 @@ final class RedisConnection: Sendable {
     static func connect(_ configuration: RedisConfiguration, group: any EventLoopGroup) async throws(RedisClientError)
         -> RedisConnection {
         let maxReplyBytes = configuration.maxReplyBytes
+        let tls: (context: NIOSSLContext, hostname: String?)?
+        do {
+            tls = try configuration.tls.map { settings in
+                var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+                if let file = settings.trustRootsFile { tlsConfiguration.trustRoots = .file(file) }
+                return (try NIOSSLContext(configuration: tlsConfiguration), settings.serverHostname)
+            }
+        } catch {
+            throw .tlsFailed("\(error)")
+        }
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(.milliseconds(configuration.connectTimeout.wholeMilliseconds))
             .channelOption(.socketOption(.so_keepalive), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(
+                            try NIOSSLClientHandler(context: tls.context, serverHostname: tls.hostname))
+                        try channel.pipeline.syncOperations.addHandler(TLSHandshakeWatcher(eventLoop: channel.eventLoop))
+                    }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESPDecoder(maxBulkBytes: maxReplyBytes)))
                     try channel.pipeline.syncOperations.addHandler(RedisConnectionHandler())
                 }
@@ -44,6 +60,9 @@ final class RedisConnection: Sendable {
         }
         let connection = RedisConnection(channel: channel, operationTimeout: configuration.connectTimeout)
         do {
+            if let handshake = try? await channel.pipeline.handler(type: TLSHandshakeWatcher.self).get() {
+                try await handshake.completed(within: configuration.connectTimeout, on: channel)
+            }
             if let password = configuration.password {
                 let arguments: [RedisArgument] = configuration.user.map { [.string($0), .string(password)] } ?? [.string(password)]
                 try await connection.expectOK(RedisCommand("AUTH", arguments), failure: RedisClientError.authenticationFailed)

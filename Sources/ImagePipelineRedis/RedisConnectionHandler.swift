@@ -1,4 +1,5 @@
 import NIOCore
+import NIOSSL
 
 /// A command on its way out, with the promise its reply completes.
 struct RedisRequest: Sendable {
@@ -34,7 +35,12 @@ final class RedisConnectionHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        failAll(error as? RedisClientError ?? .protocolViolation("\(error)"))
+        let failure: RedisClientError = switch error {
+        case let error as RedisClientError: error
+        case is NIOSSLError, is BoringSSLError: .tlsFailed("\(error)")
+        default: .protocolViolation("\(error)")
+        }
+        failAll(failure)
         context.close(promise: nil)
     }
 

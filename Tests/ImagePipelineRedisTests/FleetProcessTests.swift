@@ -35,7 +35,7 @@ struct FleetProcessTests {
 
     @Test("A worker SIGKILLed holding a fill lease: the others fall back within the lease TTL, at most 2 origin requests per image")
     func leaseHolderKilled() async throws {
-        let (run, report) = try await fleet(["--workers", "4", "--images", "8", "--latency-ms", "200", "--lease-ttl-ms", "1500",
+        let (run, report) = try await fleet(["--workers", "4", "--images", "8", "--latency-ms", "200", "--lease-ttl-ms", "4000",
                                              "--kill-worker-holding-lease", "--skip-warm", "--skip-baseline"])
         #expect(run.status == 0, "\(run.stderr.suffix(2000))")
         let withTier = report["withTier"] as? [String: Any] ?? [:]

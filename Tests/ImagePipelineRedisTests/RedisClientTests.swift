@@ -71,6 +71,35 @@ struct RedisClientTests {
         }
     }
 
+    @Test("TLS: a round trip through the server's TLS port, trusting its certificate")
+    func roundTripOverTLS() async throws {
+        let server = try await LocalRedisServer.start(tls: true)
+        var failure: (any Error)?
+        do {
+            let client = RedisClient(configuration: TierHarness.patient(try RedisConfiguration(url: server.url)))
+            #expect(try await client.send("SET", ["k", "over tls"]) == .simpleString("OK"))
+            #expect(try await client.send("GET", ["k"]) == .bulkString(ByteBuffer(string: "over tls")))
+            await client.close()
+        } catch { failure = error }
+        await server.stop()
+        if let failure { throw failure }
+    }
+
+    @Test("Wrong TLS: a TLS client against a plain port is a typed TLS error")
+    func tlsAgainstPlainPort() async throws {
+        try await withServer { (server: LocalRedisServer) async throws in
+            var configuration = TierHarness.patientConfiguration(server)
+            configuration.tls = RedisConfiguration.TLS()
+            let client = RedisClient(configuration: configuration)
+            await #expect {
+                _ = try await client.send("PING", [String]())
+            } throws: { error in
+                if case .tlsFailed = error as? RedisClientError { return true }
+                return false
+            }
+        }
+    }
+
     @Test("URLs name TCP and unix-socket servers; anything else is an invalid URL")
     func urls() throws {
         let tcp = try RedisConfiguration(url: "redis://fleet:s3cret@10.1.2.3:6380/2")
@@ -78,6 +107,8 @@ struct RedisClientTests {
         #expect(tcp.user == "fleet" && tcp.password == "s3cret" && tcp.database == 2)
         let unix = try RedisConfiguration(url: "unix:///run/redis.sock?password=pw")
         #expect(unix.address == .unixSocket(path: "/run/redis.sock") && unix.password == "pw")
+        let secure = try RedisConfiguration(url: "rediss://:pw@cache.internal:6380?ca=/etc/ca.pem")
+        #expect(secure.tls == RedisConfiguration.TLS(trustRootsFile: "/etc/ca.pem", serverHostname: "cache.internal"))
         #expect(throws: RedisClientError.self) { try RedisConfiguration(url: "http://example.com") }
     }
 }

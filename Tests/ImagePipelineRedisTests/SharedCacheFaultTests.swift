@@ -74,6 +74,19 @@ struct SharedCacheFaultTests {
         }
     }
 
+    @Test("Wrong TLS (a TLS client on a plain port): one reported outage, and fetches work without the tier")
+    func wrongTLS() async throws {
+        try await TierHarness.run { harness in
+            var configuration = TierHarness.patientConfiguration(try #require(harness.redis))
+            configuration.tls = RedisConfiguration.TLS()
+            let member = try harness.member("wrong-tls", redisConfiguration: configuration)
+            #expect(try await harness.fetch(0, with: member).source == .network)
+            #expect(try await harness.fetch(1, with: member).source == .network)
+            let outages = member.problems.all.filter { $0.kind == "sharedCacheUnavailable" }
+            #expect(outages.count == 1, "\(member.problems.all)")
+        }
+    }
+
     @Test("A stalled engine (SIGSTOP): calls give up at their timeout, the breaker opens, the fetches complete")
     func stalledEngine() async throws {
         try await TierHarness.run(imageCount: 8) { harness in

@@ -32,7 +32,7 @@ extension FetchOperation {
     }
 
     /// Asks for the value; on a miss takes the fill lease, or waits for its holder's value (asking again every
-    /// poll interval, and taking the lease itself when it comes free) for at most the lease's time to live.
+    /// poll interval, and taking the lease itself when it comes free) for at most twice the lease's time to live.
     private static func askSharedCache(_ access: SharedCacheAccess, key: SharedCacheKey, url: URL, identifier: String,
                                        mayDownload: Bool, isCancelled: @escaping @Sendable () -> Bool) async
         -> SharedCacheAnswer {
@@ -42,7 +42,9 @@ extension FetchOperation {
         // Another fetch of this process downloads it: the coordinator shares that download.
         guard mayDownload, !access.holdsLeaseHere(for: key) else { return .miss(lease: nil, waited: nil, gaveUpWaiting: false) }
         let started = ContinuousClock.now
-        let deadline = started + access.configuration.leaseTimeToLive
+        // Two lease lifetimes: when the holder dies, its lease expires and one waiter takes it over; the others
+        // then wait for that one rather than all going to the origin at the first lease's expiry.
+        let deadline = started + access.configuration.leaseTimeToLive * 2
         var waited: TimeInterval? { (ContinuousClock.now - started).seconds }
         var isFirstTry = true
         while ContinuousClock.now < deadline, !isCancelled() {

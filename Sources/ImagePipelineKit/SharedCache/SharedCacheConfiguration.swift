@@ -13,8 +13,9 @@ public struct SharedCacheConfiguration: Sendable {
     /// The longest one call to the cache may hold a fetch up; a call that takes longer counts as a miss and is
     /// reported as ``ImagePipelineProblem/sharedCacheUnavailable(reason:)``. Default 0.5 s.
     public var operationTimeout: Duration
-    /// How long a fill lease lasts: the longest a fetch waits for another process to download the image
-    /// before it downloads it itself. Default 10 s.
+    /// How long a fill lease lasts. A fetch waits for another process's download for at most twice this: the
+    /// holder's lease and, when the holder died, the lease of the waiter that took over; then it downloads the
+    /// image itself. Default 10 s.
     public var leaseTimeToLive: Duration
     /// How often a fetch waiting for another process's download asks the cache again. Default 50 ms.
     public var pollInterval: Duration
