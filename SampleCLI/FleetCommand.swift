@@ -45,7 +45,7 @@ struct FleetCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Cap each origin response at this many bytes per second.", valueName: "BYTES/s"))
     var rate: Int?
 
-    @Option(help: ArgumentHelp("The images' side in pixels (noise JPEGs, about 1.5 bytes per pixel).", valueName: "PX"))
+    @Option(help: ArgumentHelp("The images' side in pixels (noise JPEGs, about 0.66 bytes per pixel).", valueName: "PX"))
     var imageSide = 256
 
     @Option(help: ArgumentHelp("The size the workers decode to.", valueName: "WxH"))
