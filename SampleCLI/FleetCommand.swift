@@ -51,7 +51,7 @@ struct FleetCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The size the workers decode to.", valueName: "WxH"))
     var target = "128x128"
 
-    @Option(help: ArgumentHelp("The fill lease's time to live: the longest a worker waits for another's download.",
+    @Option(help: ArgumentHelp("The fill lease's time to live; a worker waits at most twice this for another's download.",
                                valueName: "MS"))
     var leaseTtlMs = 5000
 
