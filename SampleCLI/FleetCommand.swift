@@ -19,7 +19,8 @@ struct FleetCommand: AsyncParsableCommand {
             --target. Three runs: cold with the tier, warm (new instances with empty disks against the warm tier), \
             and cold without the tier. Prints origin requests (and per image), tier hits, lease waits (fetches \
             that waited for another worker's download), bytes from the origin and wall time for each. --json \
-            writes the report: {workers, images, originRequests, warmOriginRequests, withTier, warm, withoutTier}, \
+            writes the report: {workers, images, latencyMs, originRequests, warmOriginRequests, withoutTierOriginRequests, \
+            withTier, warm, withoutTier}, \
             each run as {originRequests, originRequestsPerImage, originBytes, tierHits, leaseWaits, fetches, \
             failures, wallMs, identicalBytes, workerExitStatuses}. Fault options exercise the tier's failure \
             handling; every fetch should still succeed. Exit 0 when every fetch of every run succeeded.
