@@ -5,7 +5,7 @@ import NIOCore
 import PipelineLocking
 
 /// A fleet-shared image cache (``ImagePipelineKit/SharedImageCache``) on Redis: values with a checked header
-/// (``signingSecret`` adds an HMAC-SHA256), fill leases with `SET NX PX` and a random token, released by a
+/// (a `signingSecret` adds an HMAC-SHA256), fill leases with `SET NX PX` and a random token, released by a
 /// compare-and-delete script. A value that fails a check is deleted and counted, never served.
 ///
 /// ```swift
