@@ -66,7 +66,7 @@ struct FleetCommand: AsyncParsableCommand {
     @Flag(help: "Fault: SIGSTOP the private redis-server 0.3 s into the cold run (SIGCONT after it).")
     var stallRedis = false
 
-    @Flag(help: "Fault: SIGKILL worker 0 as it starts its first origin download, holding that image's fill lease.")
+    @Flag(help: "Fault: start worker 0 first and SIGKILL it as it starts its first origin download, holding that image's fill lease; then start the others.")
     var killWorkerHoldingLease = false
 
     @Flag(help: "Skip the warm run.")

@@ -77,6 +77,14 @@ extension FleetPhasePlan {
             }
             box.withLock { $0 = process }
             processes.append(process)
+            if announces {
+                // The others start once worker 0 died holding a lease, so that they meet the orphaned lease
+                // rather than racing worker 0 for it.
+                let deadline = ContinuousClock.now + .seconds(10)
+                while killed.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
         }
         let faults = Task {
             if stallRedis, let redis {
