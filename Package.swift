@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "ImagePipelineKit", targets: ["ImagePipelineKit"]),
         .library(name: "ImagePipelineHTTPClient", targets: ["ImagePipelineHTTPClient"]),
         .library(name: "ImageOriginServer", targets: ["ImageOriginServer"]),
+        .library(name: "ImagePipelineRedis", targets: ["ImagePipelineRedis"]),
         .executable(name: "sample-cli", targets: ["SampleCLI"]),
     ],
     dependencies: [
@@ -15,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
     ],
     targets: [
         // Debian's C image libraries (scripts/install-system-deps.sh installs them).
@@ -59,6 +62,20 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The fleet-shared cache tier on Redis: a RESP client on SwiftNIO (pooled, pipelined, with timeouts, a
+        // circuit breaker and TLS through swift-nio-ssl) and signed values. A separate product so the core library does not pull in NIO.
+        .target(
+            name: "ImagePipelineRedis",
+            dependencies: [
+                "ImagePipelineKit", "PipelineLocking",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Loopback HTTP/1.1 origin for tests, the demo and benchmarks: ranges, shaping, scripted faults.
         .target(
             name: "ImageOriginServer",
@@ -75,9 +92,11 @@ let package = Package(
                 "ImagePipelineKit",
                 "ImageOriginServer",
                 "ImagePipelineHTTPClient",
+                "ImagePipelineRedis",
                 "PipelineLocking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "SampleCLI",
             exclude: ["Images/LICENSES.md"],
@@ -100,6 +119,14 @@ let package = Package(
                 "ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer", "TestSupport", "PipelineLocking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
+        ),
+        .testTarget(
+            name: "ImagePipelineRedisTests",
+            dependencies: [
+                "ImagePipelineRedis", "ImagePipelineKit", "ImageOriginServer", "ImagePipelineHTTPClient", "TestSupport",
+                "PipelineLocking",
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

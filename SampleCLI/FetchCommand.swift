@@ -42,7 +42,7 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "How the image is fitted into --target: fit, fill, stretch or center.")
     var mode: ContentMode = .fit
 
-    @Option(help: ArgumentHelp("The sources a fetch may use, comma-separated: memory, disk, additional, network, resume.",
+    @Option(help: ArgumentHelp("The sources a fetch may use, comma-separated: memory, disk, shared, additional, network, resume.",
                                valueName: "LIST"))
     var sources: SourcesOption = SourcesOption(value: .all)
 
@@ -225,6 +225,7 @@ struct SourcesOption: ExpressibleByArgument {
             switch name {
             case "memory": sources.insert(.memoryCache)
             case "disk": sources.insert(.diskCache)
+            case "shared": sources.insert(.sharedCache)
             case "additional": sources.insert(.additionalCache)
             case "network": sources.insert(.network)
             case "resume": sources.insert(.networkResumed)
@@ -271,6 +272,7 @@ struct FetchReport {
         case .starting: "starting"
         case .loadingFromMemory: "loadingFromMemory"
         case .loadingFromDisk: "loadingFromDisk"
+        case .loadingFromSharedCache: "loadingFromSharedCache"
         case .loadingFromAdditionalCache: "loadingFromAdditionalCache"
         case .loadingFromNetwork: "loadingFromNetwork"
         case .cancelled: "cancelled"

@@ -9,9 +9,10 @@ struct SampleCLI: AsyncParsableCommand {
         discussion: """
             scroll simulates a scrolling grid of image views against an embedded origin (what `make demo` \
             runs); fetch goes through a pipeline with a disk cache; inspect lists what the caches hold; \
-            decode, bench, serve (the loopback origin the tests use).
+            decode, bench, serve (the loopback origin the tests use); fleet runs worker processes against one \
+            origin with and without a Redis shared tier.
             """,
         subcommands: [ScrollCommand.self, FetchCommand.self, InspectCommand.self, DecodeCommand.self, BenchCommand.self,
-                      CacheTortureCommand.self, ServeCommand.self]
+                      CacheTortureCommand.self, ServeCommand.self, FleetCommand.self, FleetWorkerCommand.self]
     )
 }

@@ -17,11 +17,11 @@ log=.build-test/test-output.txt
 mkdir -p .build-test
 : > "$log"
 status=0
-processes='HostileOriginProcessTests|SharedCacheDirectoryTests'
+processes='HostileOriginProcessTests|SharedCacheDirectoryTests|FleetProcessTests'
 phases=(
     "--filter ImagePipelineKitTests"
     "--filter $processes"
-    "--filter ImagePipelineHTTPClientTests|ImageOriginServerTests --skip $processes"
+    "--filter ImagePipelineHTTPClientTests|ImageOriginServerTests|ImagePipelineRedisTests --skip $processes"
 )
 for phase in "${phases[@]}"; do
     echo "== swift test $phase =="

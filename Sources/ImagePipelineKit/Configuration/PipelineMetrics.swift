@@ -4,10 +4,10 @@ import Foundation
 /// The swift-metrics the pipelines emit. Labels and dimensions:
 ///
 /// - `image_pipeline_fetches` (counter): `pipeline`, `result` (`success`, `failure`, `cancelled`), `source`
-///   (`memory`, `disk`, `additional`, `network`, `networkResumed`, `diskRevalidated`, `none`).
+///   (`memory`, `disk`, `shared`, `additional`, `network`, `networkResumed`, `diskRevalidated`, `none`).
 /// - `image_pipeline_cache_lookups` (counter): `pipeline`, `layer` (`rendered`, `memory`, `disk`, `table` (a
-///   memory or disk image found as a ready rendition in ``RenditionTables``), `additional`, `revalidated` (a
-///   stale disk image the origin confirmed with a `304`)), `result` (`hit`, `miss`).
+///   memory or disk image found as a ready rendition in ``RenditionTables``), `shared`, `additional`,
+///   `revalidated` (a stale disk image the origin confirmed with a `304`)), `result` (`hit`, `miss`).
 /// - `image_pipeline_revalidation_bytes_saved` (counter): `pipeline`; bytes of disk images that a `304`
 ///   confirmed, which would otherwise have been downloaded again (``CacheFreshnessPolicy/http``).
 /// - `image_pipeline_network_bytes` (counter): `pipeline`; bytes of images completed from the network, counted
@@ -18,6 +18,9 @@ import Foundation
 ///   `diskCacheWriteFailed` for a store a full disk refused).
 /// - `image_pipeline_stage_cpu_time` (timer): `stage` (a ``PipelineStage``); only while
 ///   ``GlobalConfiguration/recordsStageCPUTime`` is on.
+/// - `image_pipeline_shared_cache` (counter): `pipeline`, `event` (`hit`, `miss`, `leaseWait` (a fetch waited for
+///   another process's download), `leaseFallback` (the wait ended without the image), `stored`, `rejected` (a
+///   value that failed a check), `error` (a failed or timed-out call)).
 public enum PipelineMetricLabels {
     public static let fetches = "image_pipeline_fetches"
     public static let cacheLookups = "image_pipeline_cache_lookups"
@@ -26,6 +29,7 @@ public enum PipelineMetricLabels {
     public static let decodeDuration = "image_pipeline_decode_duration"
     public static let fetchDuration = "image_pipeline_fetch_duration"
     public static let problems = "image_pipeline_problems"
+    public static let sharedCache = "image_pipeline_shared_cache"
 }
 
 extension GlobalConfiguration {
@@ -61,6 +65,7 @@ extension GlobalConfiguration {
                 Counter(label: PipelineMetricLabels.revalidationBytesSaved, dimensions: [("pipeline", pipeline)],
                         factory: factory).increment(by: Int64(saved))
                 layer = "revalidated"
+            case .sharedCache: layer = "shared"
             case .network, .networkResumed, .unknown: continue
             }
             Counter(label: PipelineMetricLabels.cacheLookups,
@@ -80,6 +85,16 @@ extension GlobalConfiguration {
 
     func recordProblem(_ problem: ImagePipelineProblem) {
         Counter(label: PipelineMetricLabels.problems, dimensions: [("problem", problem.kind)], factory: metricsFactory).increment()
+    }
+
+    /// What happened in a shared-cache step (``PipelineMetricLabels/sharedCache``).
+    enum SharedCacheEvent: String {
+        case hit, miss, leaseWait, leaseFallback, stored, rejected, error
+    }
+
+    func recordSharedCache(_ event: SharedCacheEvent, pipeline: String) {
+        Counter(label: PipelineMetricLabels.sharedCache, dimensions: [("pipeline", pipeline), ("event", event.rawValue)],
+                factory: metricsFactory).increment()
     }
 
     func recordNetworkBytes(_ bytes: Int, pipeline: String) {

@@ -23,6 +23,16 @@ public enum ImagePipelineProblem: Sendable, Equatable {
     case cachedImageCouldNotBeDecoded(identifier: String, source: ImageLoadSource)
     /// A request's target dimensions were negative; the fetch went on without a target.
     case invalidTargetDimensions(identifier: String, dimensions: PixelSize)
+    /// A call to the pipeline's ``SharedImageCache`` failed or timed out (the engine is down, stalled, refuses
+    /// the password, or its circuit breaker is open): fetches go on without it. Reported when such an outage
+    /// begins, not for every call in it.
+    case sharedCacheUnavailable(reason: String)
+    /// The shared cache's circuit breaker opened after repeated failures: fetches skip it for `retryAfter`,
+    /// then it is tried again (``SharedCacheCircuitOpenError``).
+    case sharedCacheCircuitOpen(retryAfter: Duration)
+    /// A shared-cache value failed a check (corrupt, truncated, unsigned, signed by another fleet, filed under
+    /// another key): it was deleted, not served, and the image was fetched elsewhere.
+    case sharedCacheValueRejected(identifier: String, reason: String)
 
     /// The problem's kind alone (`diskCacheWriteFailed`): the `problem` dimension of the problems metric.
     public var kind: String {
@@ -40,6 +50,9 @@ public enum ImagePipelineProblem: Sendable, Equatable {
         case .imageDownloadedCouldNotBeDecoded: "imageDownloadedCouldNotBeDecoded"
         case .cachedImageCouldNotBeDecoded(_, let source): "cachedImageCouldNotBeDecoded (\(source))"
         case .invalidTargetDimensions: "invalidTargetDimensions"
+        case .sharedCacheUnavailable: "sharedCacheUnavailable"
+        case .sharedCacheCircuitOpen: "sharedCacheCircuitOpen"
+        case .sharedCacheValueRejected: "sharedCacheValueRejected"
         }
     }
 }
@@ -60,6 +73,9 @@ extension ImagePipelineProblem: CustomStringConvertible {
         case .cachedImageCouldNotBeDecoded(let identifier, let source):
             "cachedImageCouldNotBeDecoded: \(identifier) from \(source)"
         case .invalidTargetDimensions(let identifier, let dimensions): "invalidTargetDimensions: \(identifier): \(dimensions)"
+        case .sharedCacheUnavailable(let reason): "sharedCacheUnavailable: \(reason)"
+        case .sharedCacheCircuitOpen(let retryAfter): "sharedCacheCircuitOpen: retries after \(retryAfter)"
+        case .sharedCacheValueRejected(let identifier, let reason): "sharedCacheValueRejected: \(identifier): \(reason)"
         }
     }
 }

@@ -39,6 +39,9 @@ public struct FetchMetrics: Sendable {
         /// For ``ImageLoadSource/diskRevalidated``: the bytes of the image on disk that the origin's `304`
         /// spared downloading again.
         public var revalidationBytesSaved: Int?
+        /// For the shared cache: seconds the fetch waited for another process's download (it held no fill
+        /// lease); `nil` when it did not wait.
+        public var sharedCacheLeaseWait: TimeInterval?
 
         /// For the network: pixels per encoded byte, `width × height / bytes` (how well it compressed).
         public var networkImagePixelsPerByte: Double? {
@@ -117,6 +120,12 @@ struct FetchMetricsRecorder {
     /// The fetch's decode stopped at a checkpoint because the fetch was cancelled.
     mutating func noteDecodeInterrupted() {
         decodeWasInterrupted = true
+    }
+
+    /// The fetch waited `seconds` on the open (shared cache) source for another process's download.
+    mutating func noteSharedCacheLeaseWait(_ seconds: TimeInterval) {
+        guard openedAt != nil, !sources.isEmpty else { return }
+        sources[sources.count - 1].sharedCacheLeaseWait = seconds
     }
 
     /// The open source's final image is a rendition-table hit.

@@ -155,10 +155,13 @@ extension FetchOperation {
         let inMemory = configuration.measuring(.memoryStore) {
             caches.keepDownloaded(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
         }
+        // Nor does it go to the fleet's shared cache.
+        let writeThrough = writesToDisk ? _queue_sharedCacheWriteThrough(of: cached, type: decoded.properties.type) : nil
         _queue_succeed(image) { [self] in
             defer {
                 stored()
                 keepRendition?()
+                writeThrough?()
             }
             let onDisk = configuration.measuring(.diskWrite) {
                 writesToDisk

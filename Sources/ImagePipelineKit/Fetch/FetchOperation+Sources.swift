@@ -11,6 +11,9 @@ enum FetchSource: CaseIterable, Sendable {
     case diskCache
     /// Other live pipelines' disk caches: an image of the same identifier and URL is copied into this one.
     case otherPipelines
+    /// The fleet-shared cache (``ImagePipeline/sharedCache``), where the fetch may also take the fill lease
+    /// or wait for another process's download.
+    case sharedCache
     /// The read-only caches of ``ImagePipeline/additionalCaches``.
     case additionalCaches
     /// A download, or the rest of a partial image from the caches.
@@ -63,6 +66,7 @@ extension FetchOperation {
         case .memoryCache: _queue_loadFromCache(.memory)
         case .diskCache: _queue_loadFromCache(.disk)
         case .otherPipelines: _queue_loadFromOtherPipelines()
+        case .sharedCache: _queue_loadFromSharedCache()
         case .additionalCaches: _queue_loadFromAdditionalCaches()
         case .network: _queue_loadFromNetwork()
         }

@@ -19,8 +19,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     /// TIP's fetch states: positive while active, negative once finished.
     public enum State: Int, Sendable {
-        case idle = 0, starting = 1, loadingFromMemory = 2, loadingFromDisk = 3, loadingFromAdditionalCache = 4
-        case loadingFromNetwork = 5
+        case idle = 0, starting = 1, loadingFromMemory = 2, loadingFromDisk = 3, loadingFromSharedCache = 4
+        case loadingFromAdditionalCache = 5, loadingFromNetwork = 6
         case cancelled = -1, failed = -2, succeeded = -100
 
         public var isFinished: Bool { rawValue < 0 }
@@ -84,6 +84,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     var responseForbidsStoring = false
     /// When the download's response head arrived: the response's age counts from then. On `queue`.
     var responseReceivedAt: Date?
+    /// The shared cache's fill lease this fetch holds: it downloads the image and writes it through. On `queue`.
+    var sharedCacheLease: SharedCacheLease?
     /// The sources tried so far, for ``metrics``. On `queue`.
     var metricsRecorder = FetchMetricsRecorder()
     /// Scans and first frames shown while downloading. On `queue`.
@@ -300,6 +302,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     private func _queue_finish(state finalState: State, then: (@Sendable () -> Void)? = nil,
                                _ callback: @escaping @Sendable (any FetchDelegate) -> Void) {
         _queue_setState(finalState)
+        _queue_releaseSharedCacheLease()
         let claims = decodeClaims
         decodeClaims = []
         _queue_onDelegateQueue { [self] in

@@ -14,10 +14,12 @@ public enum ImageLoadSource: Int, Sendable, CaseIterable {
     /// This pipeline's disk cache, after the origin confirmed with a `304 Not Modified` that the stale image is
     /// still current (``CacheFreshnessPolicy/http``): a round trip, no body.
     case diskRevalidated = 6
+    /// The fleet-shared cache (``ImagePipeline/sharedCache``), tried after the disk caches.
+    case sharedCache = 7
 }
 
 extension ImageLoadSource: CustomStringConvertible {
-    /// A short name for output and metrics: `memory`, `disk`, `additional`, `network`, `networkResumed`,
+    /// A short name for output and metrics: `memory`, `disk`, `shared`, `additional`, `network`, `networkResumed`,
     /// `diskRevalidated`.
     public var description: String {
         switch self {
@@ -28,6 +30,7 @@ extension ImageLoadSource: CustomStringConvertible {
         case .network: "network"
         case .networkResumed: "networkResumed"
         case .diskRevalidated: "diskRevalidated"
+        case .sharedCache: "shared"
         }
     }
 }
@@ -42,6 +45,8 @@ public struct LoadingSources: OptionSet, Hashable, Sendable {
     public static let network = LoadingSources(rawValue: 1 << 4)
     /// Only continuing a partial image; a full download is refused.
     public static let networkResumed = LoadingSources(rawValue: 1 << 5)
+    /// The fleet-shared cache (``ImagePipeline/sharedCache``), when the pipeline has one.
+    public static let sharedCache = LoadingSources(rawValue: 1 << 6)
     public static let all = LoadingSources(rawValue: 0xFF)
 }
 

@@ -1,9 +1,11 @@
 import Foundation
 
 extension ImagePipeline {
-    /// Forgets `identifier` in the rendered, memory and disk caches (TIP's `clearImageWithIdentifier:`).
+    /// Forgets `identifier` in the rendered, memory and disk caches (TIP's `clearImageWithIdentifier:`), and
+    /// deletes it from the ``sharedCache`` in the background.
     public func clearImage(identifier: String) {
         caches.clear(identifier: identifier)
+        sharedCacheIfAny?.remove(identifier: identifier)
     }
 
     /// Marks the renditions of `identifier` dirty: a later fetch shows them as a preview and reloads.
