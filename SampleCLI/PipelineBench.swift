@@ -258,10 +258,10 @@ final class DecodeCounter: MetricsFactory, Sendable {
 
     var count: Int { decodes.withLock { $0 } }
 
-    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { Ignored() }
-    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler { Ignored() }
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { IgnoredMetric() }
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler { IgnoredMetric() }
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
-        label == PipelineMetricLabels.decodeDuration ? DecodeTimer(counter: self) : Ignored()
+        label == PipelineMetricLabels.decodeDuration ? DecodeTimer(counter: self) : IgnoredMetric()
     }
     func destroyCounter(_ handler: any CounterHandler) {}
     func destroyRecorder(_ handler: any RecorderHandler) {}
@@ -272,12 +272,13 @@ final class DecodeCounter: MetricsFactory, Sendable {
         init(counter: DecodeCounter) { self.counter = counter }
         func recordNanoseconds(_ duration: Int64) { counter.decodes.withLock { $0 += 1 } }
     }
+}
 
-    private final class Ignored: CounterHandler, RecorderHandler, TimerHandler, Sendable {
-        func increment(by: Int64) {}
-        func reset() {}
-        func record(_ value: Int64) {}
-        func record(_ value: Double) {}
-        func recordNanoseconds(_ duration: Int64) {}
-    }
+/// A metric handler that drops what it is given: the benchmarks' factories return it for what they do not count.
+final class IgnoredMetric: CounterHandler, RecorderHandler, TimerHandler, Sendable {
+    func increment(by: Int64) {}
+    func reset() {}
+    func record(_ value: Int64) {}
+    func record(_ value: Double) {}
+    func recordNanoseconds(_ duration: Int64) {}
 }

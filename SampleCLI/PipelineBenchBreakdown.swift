@@ -12,11 +12,11 @@ final class StageTimeCollector: MetricsFactory, Sendable {
     /// CPU nanoseconds recorded per stage so far.
     var totals: [String: Int64] { nanoseconds.withLock { $0 } }
 
-    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { Ignored() }
-    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler { Ignored() }
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { IgnoredMetric() }
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler { IgnoredMetric() }
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
         guard label == PipelineMetricLabels.stageCPUTime, let stage = dimensions.first(where: { $0.0 == "stage" })?.1 else {
-            return Ignored()
+            return IgnoredMetric()
         }
         return StageTimer(collector: self, stage: stage)
     }
@@ -32,14 +32,6 @@ final class StageTimeCollector: MetricsFactory, Sendable {
             self.stage = stage
         }
         func recordNanoseconds(_ duration: Int64) { collector.nanoseconds.withLock { $0[stage, default: 0] += duration } }
-    }
-
-    private final class Ignored: CounterHandler, RecorderHandler, TimerHandler, Sendable {
-        func increment(by: Int64) {}
-        func reset() {}
-        func record(_ value: Int64) {}
-        func record(_ value: Double) {}
-        func recordNanoseconds(_ duration: Int64) {}
     }
 }
 

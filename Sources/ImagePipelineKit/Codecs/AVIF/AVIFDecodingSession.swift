@@ -7,7 +7,7 @@ import Foundation
 /// limits before libavif decodes (and allocates) anything. Each frame is decoded as soon as its samples are
 /// here and converted at once to premultiplied RGBA (libavif's YUV planes are reused for the next frame).
 /// Renders before the end show the first frame. Not thread-safe: one queue at a time.
-final class AVIFDecodingSession: ImageDecodingSession {
+final class AVIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure {
     private let configuration: DecoderConfiguration
     private let source: AVIFByteSource
     private let decoder: UnsafeMutablePointer<avifDecoder>?
@@ -21,7 +21,7 @@ final class AVIFDecodingSession: ImageDecodingSession {
     private var isComplete = false
     /// The orientation the renders stand upright (``ImageOrientation/up`` when the configuration says not to).
     private var appliedOrientation = ImageOrientation.up
-    private var failure: ImageCodecError?
+    var failure: ImageCodecError?
     private(set) var properties: ImageProperties?
 
     init(configuration: DecoderConfiguration, expectedByteCount: Int?) {
@@ -204,20 +204,5 @@ final class AVIFDecodingSession: ImageDecodingSession {
         guard let marker = message.range(of: "too large [") else { return nil }
         let numbers = message[marker.upperBound...].prefix { $0 != "]" }.split(separator: "x").compactMap { Int($0) }
         return numbers.count == 2 ? PixelSize(width: numbers[0], height: numbers[1]) : nil
-    }
-
-    /// Runs `body`; an error it throws becomes the session's failure.
-    private func guarded<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch {
-            failure = error as? ImageCodecError ?? .corrupt("\(error)")
-            throw failure!
-        }
-    }
-
-    private func fail(_ error: ImageCodecError) throws -> Never {
-        failure = error
-        throw error
     }
 }

@@ -8,7 +8,7 @@ import Foundation
 /// meets a short read (which it cannot recover from). Frames are composited on the logical screen as they
 /// complete, one ``Bitmap`` per frame. Limits are checked against the declared screen and frame sizes before
 /// anything is allocated. Not thread-safe: one queue at a time.
-final class GIFDecodingSession: ImageDecodingSession {
+final class GIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure {
     /// Chrome and Firefox show frames with a delay of 0 or 1 centisecond for 0.1 s; so do we.
     static let minimumFrameDuration = 0.02
     static let clampedFrameDuration = 0.1
@@ -29,7 +29,7 @@ final class GIFDecodingSession: ImageDecodingSession {
     private var pendingControl = GraphicsControlBlock(DisposalMode: 0, UserInputFlag: false, DelayTime: 0, TransparentColor: -1)
     private var loopCount: Int?
     private var complete = false
-    private var failure: ImageCodecError?
+    var failure: ImageCodecError?
     private(set) var properties: ImageProperties?
 
     init(configuration: DecoderConfiguration) {
@@ -237,15 +237,6 @@ final class GIFDecodingSession: ImageDecodingSession {
     private func check(_ status: Int32) throws {
         guard status != GIF_OK else { return }
         try fail(.corrupt(Self.message(for: gif?.pointee.Error ?? 0)))
-    }
-
-    private func guarded<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as ImageCodecError { try fail(error) }
-    }
-
-    private func fail(_ error: ImageCodecError) throws -> Never {
-        failure = error
-        throw error
     }
 
     private static func message(for code: Int32) -> String {

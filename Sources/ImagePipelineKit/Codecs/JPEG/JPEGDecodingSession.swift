@@ -6,7 +6,7 @@ import Foundation
 /// Baseline files decode row by row into a canvas as data arrives. Progressive files fed incrementally keep
 /// libjpeg's coefficients (buffered-image mode) so each render shows every scan received so far; fed in one go
 /// they decode in a single pass. Not thread-safe: one queue at a time.
-final class JPEGDecodingSession: ImageDecodingSession {
+final class JPEGDecodingSession: ImageDecodingSession, RemembersDecodingFailure {
     enum Mode {
         /// Bytes arrive over time; progressive scans can be rendered.
         case incremental
@@ -22,7 +22,7 @@ final class JPEGDecodingSession: ImageDecodingSession {
     private var appliedOrientation = ImageOrientation.up
     private var canvas: PixelCanvas?
     private var finalBitmap: Bitmap?
-    private var failure: ImageCodecError?
+    var failure: ImageCodecError?
 
     init(configuration: DecoderConfiguration, mode: Mode) {
         self.configuration = configuration
@@ -169,21 +169,6 @@ final class JPEGDecodingSession: ImageDecodingSession {
         let rows = Int(info.rows_decoded)
         guard renderMode == .anyProgress, rows > 0 else { return nil }
         return try canvas.snapshot(rows: rows)
-    }
-
-    /// Runs `body`; an error it throws becomes the session's failure.
-    private func guarded<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch {
-            failure = error as? ImageCodecError ?? .corrupt("\(error)")
-            throw error
-        }
-    }
-
-    private func fail(_ error: ImageCodecError) throws -> Never {
-        failure = error
-        throw error
     }
 
     // MARK: - Reading the C side

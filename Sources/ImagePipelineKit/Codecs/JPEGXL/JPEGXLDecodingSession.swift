@@ -10,7 +10,7 @@ import Foundation
 /// premultiply. Decoding stops for a ``DecodeInterruption`` between frames and between progressive passes.
 /// Orientation is kept out of libjxl's hands so that it is applied, or not, as for every other format.
 /// Not thread-safe: one queue at a time.
-final class JPEGXLDecodingSession: ImageDecodingSession {
+final class JPEGXLDecodingSession: ImageDecodingSession, RemembersDecodingFailure {
     private let configuration: DecoderConfiguration
     private let decoder: OpaquePointer?
     /// Bytes given to libjxl that it has not consumed yet (it asks for them again with the next bytes).
@@ -25,7 +25,7 @@ final class JPEGXLDecodingSession: ImageDecodingSession {
     private var frames: [ImageFrame] = []
     private var isComplete = false
     private var appliedOrientation = ImageOrientation.up
-    private var failure: ImageCodecError?
+    var failure: ImageCodecError?
     private(set) var properties: ImageProperties?
 
     /// 8-bit RGBA rows padded to the bitmap alignment: libjxl's stride is then exactly ``Bitmap``'s.
@@ -238,20 +238,5 @@ final class JPEGXLDecodingSession: ImageDecodingSession {
         isComplete = true
         properties?.frameCount = max(1, frames.count)
         properties?.isAnimated = frames.count > 1
-    }
-
-    /// Runs `body`; an error it throws becomes the session's failure.
-    private func guarded<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch {
-            failure = error as? ImageCodecError ?? .corrupt("\(error)")
-            throw failure!
-        }
-    }
-
-    private func fail(_ error: ImageCodecError) throws -> Never {
-        failure = error
-        throw error
     }
 }

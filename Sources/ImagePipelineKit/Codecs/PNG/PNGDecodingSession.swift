@@ -6,7 +6,7 @@ import Foundation
 /// IHDR is read here first, so the decoding limits are checked before libpng or the canvas allocate anything.
 /// The canvas holds straight alpha while passes combine; renders premultiply a copy, and the final render
 /// premultiplies in place once and hands the buffer over. Not thread-safe: one queue at a time.
-final class PNGDecodingSession: ImageDecodingSession {
+final class PNGDecodingSession: ImageDecodingSession, RemembersDecodingFailure {
     /// Largest ancillary chunk libpng may buffer (ICC profiles and text): enough for any real file.
     static let maximumChunkBytes = 8 << 20
 
@@ -15,7 +15,7 @@ final class PNGDecodingSession: ImageDecodingSession {
     private var decoder: OpaquePointer?
     private var canvas: PixelCanvas?
     private var finalBitmap: Bitmap?
-    private var failure: ImageCodecError?
+    var failure: ImageCodecError?
     private(set) var properties: ImageProperties?
 
     init(configuration: DecoderConfiguration) {
@@ -151,10 +151,5 @@ final class PNGDecodingSession: ImageDecodingSession {
                 ipk_premultiply_rgba_row(UnsafeMutableRawPointer(row).assumingMemoryBound(to: UInt8.self), canvas.width)
             }
         }
-    }
-
-    private func fail(_ error: ImageCodecError) throws -> Never {
-        failure = error
-        throw error
     }
 }

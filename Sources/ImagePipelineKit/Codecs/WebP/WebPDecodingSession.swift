@@ -7,7 +7,7 @@ import Foundation
 /// anything is allocated. Stills go through libwebp's incremental decoder straight into our canvas;
 /// animations wait for the whole RIFF container, then libwebp's animation decoder composites each frame
 /// (blending and disposal) into a canvas we copy per frame. Not thread-safe: one queue at a time.
-final class WebPDecodingSession: ImageDecodingSession {
+final class WebPDecodingSession: ImageDecodingSession, RemembersDecodingFailure {
     private let configuration: DecoderConfiguration
     private var buffer = Data()
     private var features: WebPBitstreamFeatures?
@@ -17,7 +17,7 @@ final class WebPDecodingSession: ImageDecodingSession {
     private var canvas: PixelCanvas?
     private var finalImage: ImageContainer?
     private var rowsDecoded = 0
-    private var failure: ImageCodecError?
+    var failure: ImageCodecError?
     private(set) var properties: ImageProperties?
 
     init(configuration: DecoderConfiguration) {
@@ -183,15 +183,6 @@ final class WebPDecodingSession: ImageDecodingSession {
         self.properties?.loopCount = loopCount
         self.properties?.isAnimated = frames.count > 1
         _ = properties
-    }
-
-    private func guarded<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as ImageCodecError { try fail(error) }
-    }
-
-    private func fail(_ error: ImageCodecError) throws -> Never {
-        failure = error
-        throw error
     }
 
     private static func describe(_ status: VP8StatusCode) -> String {
