@@ -26,6 +26,13 @@ struct SharedCacheTierTests {
             let fromOrigin = try await harness.fetch(0, with: first)
             #expect(fromOrigin.source == .network)
             #expect(try await waitForValue(harness.key(0), in: harness.rawClient()))
+            // The written value carries the origin's validators with the bytes.
+            guard case .hit(let written) = try await first.cache.value(for: harness.key(0)) else {
+                Issue.record("no value written through")
+                return
+            }
+            #expect(isSameBytes(written.data, harness.images[0]))
+            #expect(written.eTag?.isEmpty == false && written.lastModified?.isEmpty == false)
 
             let second = try harness.member("second")
             let fromTier = try await harness.fetch(0, with: second)

@@ -136,6 +136,7 @@ extension FetchOperation {
         }
         let value = SharedCacheValue(data: cached.data, url: cached.url, dimensions: cached.dimensions,
                                      contentType: type?.mimeType, isAnimated: cached.isAnimated,
+                                     eTag: cached.httpMetadata?.entityTag, lastModified: cached.httpMetadata?.lastModified,
                                      timeToLive: cached.timeToLive)
         let key = access.key(for: plan.keys)
         return { access.writeThrough(value, key: key, releasing: lease) }
