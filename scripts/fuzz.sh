@@ -103,9 +103,10 @@ seed_encoded() {
     for png in "${pngs[@]:0:12}"; do
         index=$((index + 1))
         case $format in
-            # avifenc aborts on a few of the corpus's odd PNGs: in a subshell that does not end with it (so
-            # bash cannot hand the subshell over to it), whose own report of the abort goes to /dev/null.
-            avif) (avifenc -s 10 "$png" "$dir/$index.avif" >/dev/null 2>&1; true) 2>/dev/null ;;
+            # avifenc aborts on a few of the corpus's odd PNGs. In a subshell that does not end with it (so
+            # bash cannot hand the subshell over to it) its abort is reported to /dev/null, and `|| true`
+            # keeps `set -e` from ending the subshell, and then the script, on the failure.
+            avif) (avifenc -s 10 "$png" "$dir/$index.avif" >/dev/null 2>&1 || true) 2>/dev/null ;;
             jxl) cjxl "$png" "$dir/$index.jxl" >/dev/null 2>&1 || true
                  cjxl -d 0 -p "$png" "$dir/$index-lossless.jxl" >/dev/null 2>&1 || true ;;
         esac
