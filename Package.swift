@@ -131,7 +131,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageOriginServerTests",
-            dependencies: ["ImageOriginServer", "TestSupport", "PipelineLocking"]
+            dependencies: [
+                "ImageOriginServer", "TestSupport", "PipelineLocking",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
