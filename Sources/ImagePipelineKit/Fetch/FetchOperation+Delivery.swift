@@ -23,14 +23,51 @@ extension FetchOperation {
                     pipeline.caches.percolate(cached, readFrom: tier, identifier: plan.identifier)
                 }
             }
-            let (image, transformed) = _queue_transform(decoded.container, progress: 1)
-            _queue_keepRendered(image, from: cached.url, sourceDimensions: decoded.properties.dimensions,
-                                isPlaceholder: cached.isPlaceholder, transformed: transformed)
-            let result = FetchResult(image: image, source: source, url: cached.url,
-                                     originalDimensions: decoded.properties.dimensions, isPlaceholder: cached.isPlaceholder,
-                                     identifier: plan.identifier, imageWasTransformed: transformed)
+            let (result, keepRendition) = _queue_finalResult(decoded, of: cached, source: source)
             // The operation reports finished once the rendition is kept.
-            _queue_succeed(result, percolate: _queue_renditionKeeper(image, of: CachedImageInfo(cached), transformed: transformed))
+            _queue_succeed(result, percolate: keepRendition)
+        }
+    }
+
+    /// The final image of `cached` from its decode: transformed and scaled for the request and kept in the
+    /// rendered cache (which answers the fetches waiting for that rendition), with the step that keeps it in
+    /// the rendition tables after delivery.
+    func _queue_finalResult(_ decoded: DecodedImage, of cached: CachedImageData, source: ImageLoadSource)
+        -> (result: FetchResult, keepRendition: (@Sendable () -> Void)?) {
+        let dimensions = decoded.properties.dimensions
+        let (image, transformed) = _queue_transform(decoded.container, progress: 1)
+        _queue_keepRendered(image, from: cached.url, sourceDimensions: dimensions, isPlaceholder: cached.isPlaceholder,
+                            transformed: transformed)
+        let result = FetchResult(image: image, source: source, url: cached.url, originalDimensions: dimensions,
+                                 isPlaceholder: cached.isPlaceholder, identifier: plan.identifier, imageWasTransformed: transformed)
+        return (result, _queue_renditionKeeper(image, of: CachedImageInfo(cached), transformed: transformed))
+    }
+
+    /// Succeeds with `result`, made from newly fetched bytes (a download, or the fleet's shared cache): `cached`
+    /// goes in the memory cache before the delegate hears of it, so a fetch started from the final callback
+    /// finds it there, and on disk after (or, when `writesToDisk` is false, the disk forgets the identifier's
+    /// image). The store is announced, then `afterStore` runs, before the operation reports finished.
+    func _queue_succeed(_ result: FetchResult, storing cached: CachedImageData, decoded: DecodedImage,
+                        replacesSameURL: Bool = false, writesToDisk: Bool = true,
+                        afterStore: @escaping @Sendable () -> Void) {
+        let caches = pipeline.caches
+        let configuration = pipeline.configuration
+        let inMemory = configuration.measuring(.memoryStore) {
+            caches.keepDownloaded(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
+        }
+        _queue_succeed(result) { [self] in
+            defer { afterStore() }
+            let onDisk = configuration.measuring(.diskWrite) {
+                writesToDisk
+                    ? caches.writeDownloadedToDisk(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
+                    : caches.forgetOnDisk(identifier: plan.identifier, url: plan.url)
+            }
+            if inMemory || onDisk {
+                pipeline.announceStore(StoredImageInfo(
+                    pipelineIdentifier: pipeline.identifier, identifier: plan.identifier, url: plan.url,
+                    dimensions: decoded.properties.dimensions, isPlaceholder: plan.isPlaceholder,
+                    wasManuallyStored: false, image: decoded.container))
+            }
         }
     }
 

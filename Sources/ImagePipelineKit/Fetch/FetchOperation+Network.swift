@@ -130,50 +130,25 @@ extension FetchOperation {
     private func _queue_networkSucceeded(_ result: DownloadResult, decoded: DecodedImage,
                                          whenStored stored: @escaping @Sendable () -> Void) {
         let source: ImageLoadSource = result.wasResumed ? .networkResumed : .network
-        let dimensions = decoded.properties.dimensions
-        _queue_noteNetworkImage(result, type: decoded.properties.type, dimensions: dimensions)
-        let (finalImage, transformed) = _queue_transform(decoded.container, progress: 1)
-        let image = FetchResult(image: finalImage, source: source, url: plan.url, originalDimensions: dimensions,
-                                isPlaceholder: plan.isPlaceholder, identifier: plan.identifier, imageWasTransformed: transformed)
-        // The in-memory caches take the image before the delegate hears of it, so a fetch started from the final
-        // callback finds it there; the disk write waits until after.
-        _queue_keepRendered(finalImage, from: plan.url, sourceDimensions: dimensions, isPlaceholder: plan.isPlaceholder,
-                            transformed: transformed)
-        let cached = plan.cachedImage(result.data, dimensions: dimensions, isAnimated: decoded.properties.isAnimated,
+        _queue_noteNetworkImage(result, type: decoded.properties.type, dimensions: decoded.properties.dimensions)
+        let cached = plan.cachedImage(result.data, dimensions: decoded.properties.dimensions,
+                                      isAnimated: decoded.properties.isAnimated,
                                       httpMetadata: HTTPCacheMetadata(headers: result.response.headers,
                                                                       receivedAt: responseReceivedAt ?? Date()))
-        let keepRendition = _queue_renditionKeeper(finalImage, of: CachedImageInfo(cached), transformed: transformed)
+        let (image, keepRendition) = _queue_finalResult(decoded, of: cached, source: source)
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
         guard result.isOwner else { return _queue_succeed(image, percolate: keepRendition) }
         pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)
-        let caches = pipeline.caches
-        let configuration = pipeline.configuration
         let replacesSameURL = _queue_downloadReplacesSameURL
         // Under the HTTP policy, a response that forbids storing stays off the disk, and so does the image it
-        // replaces.
+        // replaces; nor does it go to the fleet's shared cache.
         let writesToDisk = !(replacesSameURL && cached.httpMetadata?.directives.noStore == true)
-        let inMemory = configuration.measuring(.memoryStore) {
-            caches.keepDownloaded(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
-        }
-        // Nor does it go to the fleet's shared cache.
         let writeThrough = writesToDisk ? _queue_sharedCacheWriteThrough(of: cached, type: decoded.properties.type) : nil
-        _queue_succeed(image) { [self] in
-            defer {
-                stored()
-                keepRendition?()
-                writeThrough?()
-            }
-            let onDisk = configuration.measuring(.diskWrite) {
-                writesToDisk
-                    ? caches.writeDownloadedToDisk(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
-                    : caches.forgetOnDisk(identifier: plan.identifier, url: plan.url)
-            }
-            if inMemory || onDisk {
-                pipeline.announceStore(StoredImageInfo(
-                    pipelineIdentifier: pipeline.identifier, identifier: plan.identifier, url: plan.url,
-                    dimensions: dimensions, isPlaceholder: plan.isPlaceholder, wasManuallyStored: false,
-                    image: decoded.container))
-            }
+        _queue_succeed(image, storing: cached, decoded: decoded, replacesSameURL: replacesSameURL,
+                       writesToDisk: writesToDisk) {
+            stored()
+            keepRendition?()
+            writeThrough?()
         }
     }
 

@@ -103,24 +103,8 @@ extension FetchOperation {
                 access.remove(identifier: plan.identifier)
                 return _queue_continue(with: .miss)
             }
-            let dimensions = decoded.properties.dimensions
-            let caches = pipeline.caches
-            let inMemory = caches.keepDownloaded(cached, identifier: plan.identifier)
-            let (image, transformed) = _queue_transform(decoded.container, progress: 1)
-            _queue_keepRendered(image, from: cached.url, sourceDimensions: dimensions, isPlaceholder: false,
-                                transformed: transformed)
-            let result = FetchResult(image: image, source: .sharedCache, url: cached.url, originalDimensions: dimensions,
-                                     isPlaceholder: false, identifier: plan.identifier, imageWasTransformed: transformed)
-            let keepRendition = _queue_renditionKeeper(image, of: CachedImageInfo(cached), transformed: transformed)
-            _queue_succeed(result) { [self] in
-                keepRendition?()
-                let onDisk = caches.writeDownloadedToDisk(cached, identifier: plan.identifier)
-                if inMemory || onDisk {
-                    pipeline.announceStore(StoredImageInfo(
-                        pipelineIdentifier: pipeline.identifier, identifier: plan.identifier, url: plan.url,
-                        dimensions: dimensions, isPlaceholder: false, wasManuallyStored: false, image: decoded.container))
-                }
-            }
+            let (result, keepRendition) = _queue_finalResult(decoded, of: cached, source: .sharedCache)
+            _queue_succeed(result, storing: cached, decoded: decoded) { keepRendition?() }
         }
     }
 
