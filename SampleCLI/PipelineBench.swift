@@ -5,6 +5,7 @@ import Foundation
 import ImageOriginServer
 import ImagePipelineHTTPClient
 import ImagePipelineKit
+import NIOPosix
 import PipelineLocking
 
 /// `sample-cli bench coalesce`: request coalescing. Many fetches of one URL at once through a cold
@@ -112,26 +113,36 @@ struct PipelineBench: AsyncParsableCommand {
         guard threads > 0 else { throw ValidationError("--threads: a positive number") }
         let sources = ["skimage-hubble_deep_field.jpg", "skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-chelsea.png"]
         let photos = try sources.map { try BenchImages.photoJPEG(width: 1920, height: 1080, from: $0) }
-        let server = try await ImageOriginServer.start(port: 0)
+        // The origin serves from event loops of its own, so that its CPU time can be told from the client's.
+        let originLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = try await ImageOriginServer.start(port: 0, eventLoopGroup: originLoops)
         server.setRequestLogCapacity(16)
         for index in 0..<images {
             server.setAsset(photos[index % photos.count], at: "/pipeline/\(index).jpg", contentType: "image/jpeg")
         }
         let downloader = HTTPClientDownloader()
         let target = TargetSizing(dimensions: PixelSize(width: 256, height: 256), contentMode: .fit)
-        let rate = try await pipelineRate(server: server, downloader: downloader, target: target)
+        let (rate, cpu) = try await pipelineRate(server: server, downloader: downloader, target: target)
         try await downloader.shutdown()
         try await server.shutdown()
+        try await originLoops.shutdownGracefully()
+        let anchorBefore = ProcessCPUSnapshot.now()
         let anchor = try Self.directDecodeRate(photos: photos, count: images, target: target, threads: threads)
+        let anchorCPU = (ProcessCPUSnapshot.now().process - anchorBefore.process) / Double(images) * 1e6
+        let pipelineCPU = (cpu.after.process - cpu.before.process) / Double(images) * 1e6
+        let originCPU = (cpu.after.originLoops - cpu.before.originLoops) / Double(images) * 1e6
         let plural = threads == 1 ? "" : "s"
         print(String(format: "anchor:   the same decodes at 256 px from memory on %d thread%@ = %.0f images/s", threads, plural, anchor))
+        print(String(format: "CPU per image: the pipeline %.0f us (its process, less the loopback origin's %.0f us), the bare decodes %.0f us: %.2fx",
+                     pipelineCPU - originCPU, originCPU, anchorCPU, anchorCPU / max(pipelineCPU - originCPU, 1)))
         print(String(format: "B12 pipeline: %.0f images/s, %.2fx the direct decodes on %d thread%@ (targets: >= 250 images/s on two cores, >= 0.85x)",
                      rate, rate / anchor, threads, plural))
     }
 
-    /// Images/s of a cold pipeline with `threads` decode slots fetching every image once.
-    private func pipelineRate(server: ImageOriginServer, downloader: HTTPClientDownloader,
-                              target: TargetSizing) async throws -> Double {
+    /// Images/s of a cold pipeline with `threads` decode slots fetching every image once, and the process's
+    /// CPU time before and after the fetches.
+    private func pipelineRate(server: ImageOriginServer, downloader: HTTPClientDownloader, target: TargetSizing)
+        async throws -> (Double, (before: ProcessCPUSnapshot, after: ProcessCPUSnapshot)) {
         let stages = StageTimeCollector()
         let (seconds, failures, diskBytes, cpu) = try await BenchPipeline.withPipeline(
             named: "bench-pipeline", downloader: downloader, metrics: breakdown ? stages : nil,
@@ -153,7 +164,7 @@ struct PipelineBench: AsyncParsableCommand {
         print(String(format: "pipeline: %d images in %.2f s = %.0f images/s with %d decode slot%@ (disk cache: %.1f MB written)",
                      images, seconds, rate, threads, threads == 1 ? "" : "s", Double(diskBytes) / 1e6))
         if breakdown { printStageBreakdown(images: images, stages: stages.totals, before: cpu.0, after: cpu.1) }
-        return rate
+        return (rate, (cpu.0, cpu.1))
     }
 
     /// Images/s of decoding `count` of `photos` (in turn) at `target` on `threads` threads.

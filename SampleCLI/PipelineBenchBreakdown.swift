@@ -38,24 +38,28 @@ final class StageTimeCollector: MetricsFactory, Sendable {
 /// CPU time of the whole process and of its SwiftNIO event-loop threads, read from the kernel.
 struct ProcessCPUSnapshot {
     var process: Double
-    var eventLoops: Double
+    /// The HTTP client's event loops: SwiftNIO's shared singleton group (threads named `NIO-SGLTN-…`).
+    var clientLoops: Double
+    /// The loopback origin's event loops: a group of its own (threads named `NIO-ELT-…`).
+    var originLoops: Double
 
     static func now() -> ProcessCPUSnapshot {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let process = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-        return ProcessCPUSnapshot(process: process, eventLoops: eventLoopSeconds())
+        return ProcessCPUSnapshot(process: process, clientLoops: threadSeconds(namedWith: "NIO-SGLTN-"),
+                                  originLoops: threadSeconds(namedWith: "NIO-ELT-"))
     }
 
-    /// The CPU seconds of the threads SwiftNIO names `NIO-…` (its event loops live as long as the process, so
-    /// a difference of two readings is their share of what happened in between).
-    private static func eventLoopSeconds() -> Double {
+    /// The CPU seconds of the threads whose names start with `prefix` (event loops live as long as their
+    /// group, so a difference of two readings is their share of what happened in between).
+    private static func threadSeconds(namedWith prefix: String) -> Double {
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.reduce(0) { total, task in
             guard let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
-                  name.hasPrefix("NIO-"),
+                  name.hasPrefix(prefix),
                   let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
                   let afterName = stat.range(of: ") ")
             else { return total }
@@ -71,7 +75,8 @@ struct ProcessCPUSnapshot {
 func printStageBreakdown(images: Int, stages: [String: Int64], before: ProcessCPUSnapshot, after: ProcessCPUSnapshot) {
     let perImage = { (seconds: Double) in seconds / Double(max(images, 1)) * 1e6 }
     let total = after.process - before.process
-    let loops = after.eventLoops - before.eventLoops
+    let client = after.clientLoops - before.clientLoops
+    let origin = after.originLoops - before.originLoops
     let staged = Double(stages.values.reduce(0, +)) / 1e9
     let row = { (name: String, seconds: Double) in
         let share = String(format: "%8.0f  %5.1f%%", perImage(seconds), seconds / max(total, 1e-9) * 100)
@@ -79,9 +84,11 @@ func printStageBreakdown(images: Int, stages: [String: Int64], before: ProcessCP
     }
     print("CPU per image (microseconds), where it went:")
     for stage in PipelineStage.allCases { row(stage.rawValue, Double(stages[stage.rawValue] ?? 0) / 1e9) }
-    row("event loops", loops)
-    row("other", max(total - loops - staged, 0))
+    row("client loops", client)
+    row("other", max(total - client - origin - staged, 0))
+    row("origin loops", origin)
     print("  " + "total".padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: "%8.0f  (the whole process)", perImage(total)))
-    print("  event loops: SwiftNIO threads, the loopback origin's sending and the HTTP client's receiving together;")
-    print("  other: the rest of the process (queue hops, locks, coordinator and bookkeeping outside the stages).")
+    print("  client loops: SwiftNIO's threads of the HTTP client (receiving); origin loops: the loopback origin's own")
+    print("  threads (sending), which a real server would not spend; other: the rest of the process (queue hops, locks,")
+    print("  the download coordinator and bookkeeping outside the stages).")
 }

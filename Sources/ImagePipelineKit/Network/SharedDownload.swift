@@ -184,6 +184,7 @@ final class SharedDownload: @unchecked Sendable {
         } else {
             expectedByteCount = response.expectedContentLength
         }
+        _queue_reserveBody(for: response)
         self.response = response
         for attachment in attachments where attachment.isCaughtUp {
             attachment.client.downloadAttachment(attachment, didReceive: response, resumedByteCount: wasResumed ? bytes.count : 0,
@@ -201,6 +202,18 @@ final class SharedDownload: @unchecked Sendable {
         request.priority = priority
         _queue_send(request)
     }
+
+    /// Sizes the body buffer once from the announced length, so that a 200 KB image is not copied through
+    /// every doubling of its buffer (with the page faults of each new one) as its chunks arrive. The length
+    /// is only a claim: the reservation is capped, and what the server really sends is bounded elsewhere
+    /// (``DownloadLimits/maxResponseBytes``).
+    private func _queue_reserveBody(for response: DownloadResponse) {
+        guard Self.isImageStatus(response.statusCode), let expected = expectedByteCount, expected > bytes.count else { return }
+        bytes.reserveCapacity(min(expected, Self.maxReservedBodyBytes))
+    }
+
+    /// The most a `Content-Length` can make a download reserve up front.
+    static let maxReservedBodyBytes = 16 << 20
 
     func _queue_didReceive(_ chunk: Data, attempt: Int) {
         guard attempt == self.attempt, phase == .running, let response, Self.isImageStatus(response.statusCode) else { return }

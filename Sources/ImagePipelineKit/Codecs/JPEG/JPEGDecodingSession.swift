@@ -22,6 +22,8 @@ final class JPEGDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
     private var appliedOrientation = ImageOrientation.up
     private var canvas: PixelCanvas?
     private var finalBitmap: Bitmap?
+    /// Set by `finish`: no more bytes come, so nothing waits for another append.
+    private var isFinal = false
     var failure: ImageCodecError?
 
     init(configuration: DecoderConfiguration, mode: Mode) {
@@ -59,6 +61,7 @@ final class JPEGDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
         if let failure { throw failure }
         let hadImageData = info.rows_decoded > 0 || info.scans_completed > 0 || info.input_scan_number >= 2
         ipk_jpeg_decoder_set_final(decoder)
+        isFinal = true
         let progress: DecoderProgress
         do {
             progress = try advance()
@@ -107,6 +110,11 @@ final class JPEGDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
                 guard canvas == nil else { return progress }   // cannot happen: configured on first sight
                 try configureFromHeader()
                 progress = max(progress, .didLoadHeaders)
+                // An incremental session stops at its headers once: the caller decides from them whether
+                // anything will be shown while loading, and a baseline image that nobody shows that way (most
+                // images) is then dropped before libjpeg has set up its decoder or decoded a row. The bytes
+                // already given are kept and decoded by the next append or by `finish`.
+                if mode == .incremental, !isFinal { return progress }
             case IPK_JPEG_PROGRESS:
                 // A complete progressive scan is a new frame; more baseline rows are just progress.
                 if properties?.isProgressive == true { progress = max(progress, .didLoadFrame) }
