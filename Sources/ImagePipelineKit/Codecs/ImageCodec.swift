@@ -100,8 +100,8 @@ public protocol ImageDecodingSession: AnyObject {
     /// Takes the next bytes. Chunks may be split anywhere, even inside a marker.
     ///
     /// A session may return ``DecoderProgress/didLoadHeaders`` as soon as its headers are in and decode the
-    /// rest of the bytes it was given on the next append or on ``finish()``, so that a caller can decide from
-    /// the headers alone whether to go on.
+    /// rest of the bytes it was given on the next append, on ``finish()`` or before a render, so that a caller
+    /// can decide from the headers alone whether to go on.
     /// - Throws: ``ImageCodecError`` for corrupt data or data over the configured limits.
     func append(_ data: Data) throws -> DecoderProgress
 

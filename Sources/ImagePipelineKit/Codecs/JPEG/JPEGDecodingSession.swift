@@ -24,6 +24,9 @@ final class JPEGDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
     private var finalBitmap: Bitmap?
     /// Set by `finish`: no more bytes come, so nothing waits for another append.
     private var isFinal = false
+    /// Set when `advance` stopped at the headers with bytes not yet decoded (see `advance`); a render decodes
+    /// them first.
+    private var isPausedAtHeaders = false
     var failure: ImageCodecError?
 
     init(configuration: DecoderConfiguration, mode: Mode) {
@@ -80,6 +83,7 @@ final class JPEGDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
 
     func render(_ renderMode: RenderMode, target: TargetSizing) throws -> ImageContainer? {
         if let failure { throw failure }
+        if isPausedAtHeaders { _ = try advance() }
         guard let properties, let canvas else { return nil }
         let bitmap: Bitmap
         if let finalBitmap {
@@ -101,6 +105,7 @@ final class JPEGDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
 
     /// Runs the decoder as far as the bytes allow and says what that achieved.
     private func advance() throws -> DecoderProgress {
+        isPausedAtHeaders = false
         var progress = DecoderProgress.didProgress
         while true {
             switch ipk_jpeg_decoder_advance(decoder) {
@@ -113,8 +118,11 @@ final class JPEGDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
                 // An incremental session stops at its headers once: the caller decides from them whether
                 // anything will be shown while loading, and a baseline image that nobody shows that way (most
                 // images) is then dropped before libjpeg has set up its decoder or decoded a row. The bytes
-                // already given are kept and decoded by the next append or by `finish`.
-                if mode == .incremental, !isFinal { return progress }
+                // already given are kept and decoded by the next append, by `finish` or by a render.
+                if mode == .incremental, !isFinal {
+                    isPausedAtHeaders = true
+                    return progress
+                }
             case IPK_JPEG_PROGRESS:
                 // A complete progressive scan is a new frame; more baseline rows are just progress.
                 if properties?.isProgressive == true { progress = max(progress, .didLoadFrame) }
