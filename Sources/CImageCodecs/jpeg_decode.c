@@ -257,16 +257,20 @@ static int read_rows(struct ipk_jpeg_decoder *d) {
 
 /* ---- the state machine ------------------------------------------------------------------------------- */
 
-/* A preview is replaced within moments by a better one, so its output pass skips block smoothing, which
-   estimates the AC coefficients not received yet from the neighbouring blocks and costs about as much as the
-   rest of the pass: the early scans then show as 8x8 blocks rather than blurred. libjpeg allows changing it
-   between the output passes of buffered-image mode, and the final pass turns it back on. */
+/* A preview is replaced within moments by a better one, so its output pass trades quality for speed. It skips
+   block smoothing, which estimates the AC coefficients not received yet from the neighbouring blocks and costs
+   about as much as the rest of the pass (the early scans then show as 8x8 blocks rather than blurred), and it
+   uses the fast integer IDCT, whose rounding differs by a level or two. libjpeg allows changing both between
+   the output passes of buffered-image mode; the final pass goes back to the accurate IDCT with smoothing, so
+   the final image equals a one-shot decode. */
 static void set_preview_pass_speed(struct jpeg_decompress_struct *c) {
     c->do_block_smoothing = FALSE;
+    c->dct_method = JDCT_IFAST;
 }
 
 static void set_final_pass_quality(struct jpeg_decompress_struct *c) {
     c->do_block_smoothing = TRUE;
+    c->dct_method = JDCT_ISLOW;
 }
 
 /* Consumes input in buffered mode until it suspends or reaches EOI; counts complete scans. */
