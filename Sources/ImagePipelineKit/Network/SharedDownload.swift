@@ -328,34 +328,3 @@ final class SharedDownload: @unchecked Sendable {
         return Int(range[range.index(after: slash)...])
     }
 }
-
-/// The downloader's delegate for one attempt of a shared download: moves each event onto the coordinator's
-/// queue, in order. Asynchronously: a downloader's thread may be a NIO event loop that the coordinator's queue
-/// itself waits on while it starts the next download, so blocking it here could deadlock both. The bytes
-/// queued meanwhile are bounded by ``DownloadLimits/maxResponseBytes``.
-final class DownloadEventRelay: ImageDownloadDelegate, @unchecked Sendable {
-    // @unchecked: immutable after init; `download` is used only on the coordinator's queue.
-    private let download: SharedDownload
-    private let attempt: Int
-    private let request: DownloadRequest
-    private let queue: DispatchQueue
-
-    init(download: SharedDownload, attempt: Int, request: DownloadRequest, queue: DispatchQueue) {
-        self.download = download
-        self.attempt = attempt
-        self.request = request
-        self.queue = queue
-    }
-
-    func download(_ task: any ImageDownloadTask, didReceive response: DownloadResponse) {
-        queue.async { [download, attempt, request] in download._queue_didReceive(response, attempt: attempt, request: request) }
-    }
-
-    func download(_ task: any ImageDownloadTask, didReceive chunk: Data) {
-        queue.async { [download, attempt] in download._queue_didReceive(chunk, attempt: attempt) }
-    }
-
-    func download(_ task: any ImageDownloadTask, didCompleteWith error: DownloadError?) {
-        queue.async { [download, attempt] in download._queue_didComplete(error, attempt: attempt) }
-    }
-}
