@@ -3,13 +3,20 @@ SWIFT ?= swift
 DEPS := scripts/install-system-deps.sh
 DEMO_OUT ?= out/demo
 
-.PHONY: deps build test demo bench bench-cache stress-tsan fuzz docs clean
+.PHONY: deps build cli test demo bench bench-cache stress-tsan fuzz docs clean
 
 deps:
 	@bash $(DEPS)
 
 build: deps
 	$(SWIFT) build
+
+# sample-cli for scripts that run it once per file: the Swift runtime and Foundation linked into the binary
+# (--static-swift-stdlib), so a process starts without loading and binding them (docs/benchmarks.md measures
+# both builds). The binary is .build-static/release/sample-cli; its bundled images sit beside it.
+cli: deps
+	$(SWIFT) build -c release --product sample-cli --static-swift-stdlib --scratch-path .build-static
+	@echo "built .build-static/release/sample-cli"
 
 # Builds everything in release with testing enabled (the bad-input sweep runs the sample-cli binary built
 # beside the tests) and runs every test; scripts/run-tests.sh says why release, and why two phases.
