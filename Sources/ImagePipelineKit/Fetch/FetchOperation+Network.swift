@@ -53,17 +53,21 @@ extension FetchOperation {
         }
     }
 
-    func _queue_networkDidAppend(_ chunk: Data, totalByteCount: Int, expectedByteCount: Int?) {
-        guard !state.isFinished else { return }
+    /// Takes the chunks that arrived together (each with the download's byte count after it): one progress
+    /// report for all of them, then each shown as far as the incremental policy allows.
+    func _queue_networkDidAppend(_ chunks: [(Data, totalByteCount: Int)], expectedByteCount: Int?) {
+        guard !state.isFinished, let last = chunks.last else { return }
         if isDelegateGone {
             // The delegate is gone (TIP: the operation is cancelled when its delegate deallocates): leave the
             // download; its cancelled outcome finishes the fetch.
             return cancel()
         }
-        shared.withLock { $0.receivedByteCount = totalByteCount }
-        let progress = expectedByteCount.map { min(Double(totalByteCount) / Double(max($0, 1)), 0.999) }
-        if let progress { _queue_setProgress(progress) }
-        _queue_showIncrementally(chunk, totalByteCount: totalByteCount, progress: progress ?? 0)
+        let progressAfter = { (total: Int) in expectedByteCount.map { min(Double(total) / Double(max($0, 1)), 0.999) } }
+        shared.withLock { $0.receivedByteCount = last.totalByteCount }
+        if let progress = progressAfter(last.totalByteCount) { _queue_setProgress(progress) }
+        for (chunk, total) in chunks {
+            _queue_showIncrementally(chunk, totalByteCount: total, progress: progressAfter(total) ?? 0)
+        }
     }
 
     func _queue_networkDidFinish(_ outcome: DownloadOutcome) {
@@ -162,32 +166,54 @@ extension FetchOperation {
     }
 }
 
-/// Relays a fetch's share of a download from the coordinator's queue to the fetch's own queue.
+/// Relays a fetch's share of a download from the coordinator's queue to the fetch's own queue; the events of a
+/// burst go in one block (``QueueBacklog``), and its chunks are taken together.
 final class FetchDownloadClient: DownloadClient {
-    private let operation: FetchOperation
-    /// From the response head; read for each chunk.
-    private let expected = Locked<Int?>(nil)
+    private enum Event: Sendable {
+        case response(DownloadResponse, resumedByteCount: Int, expectedByteCount: Int?)
+        case chunk(Data, totalByteCount: Int)
+        case finish(DownloadOutcome)
+    }
+
+    private let backlog: QueueBacklog<Event>
 
     init(operation: FetchOperation) {
-        self.operation = operation
+        // From the response head; read for each chunk. Only the fetch's queue touches it.
+        let expected = Locked<Int?>(nil)
+        backlog = QueueBacklog(queue: operation.queue) { events in
+            var chunks: [(Data, totalByteCount: Int)] = []
+            func flushChunks() {
+                guard !chunks.isEmpty else { return }
+                operation._queue_networkDidAppend(chunks, expectedByteCount: expected.withLock { $0 })
+                chunks = []
+            }
+            for event in events {
+                switch event {
+                case .response(let response, let resumed, let expectedByteCount):
+                    flushChunks()
+                    expected.withLock { $0 = expectedByteCount }
+                    operation._queue_networkDidReceive(response, resumedByteCount: resumed, expectedByteCount: expectedByteCount)
+                case .chunk(let chunk, let total):
+                    chunks.append((chunk, total))
+                case .finish(let outcome):
+                    flushChunks()
+                    operation._queue_networkDidFinish(outcome)
+                }
+            }
+            flushChunks()
+        }
     }
 
     func downloadAttachment(_ attachment: DownloadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
                      expectedByteCount: Int?) {
-        expected.withLock { $0 = expectedByteCount }
-        operation.queue.async { [operation] in
-            operation._queue_networkDidReceive(response, resumedByteCount: resumedByteCount, expectedByteCount: expectedByteCount)
-        }
+        backlog.add(.response(response, resumedByteCount: resumedByteCount, expectedByteCount: expectedByteCount))
     }
 
     func downloadAttachment(_ attachment: DownloadAttachment, didAppend chunk: Data, totalByteCount: Int) {
-        let expected = self.expected.withLock { $0 }
-        operation.queue.async { [operation] in
-            operation._queue_networkDidAppend(chunk, totalByteCount: totalByteCount, expectedByteCount: expected)
-        }
+        backlog.add(.chunk(chunk, totalByteCount: totalByteCount))
     }
 
     func downloadAttachment(_ attachment: DownloadAttachment, didFinishWith outcome: DownloadOutcome) {
-        operation.queue.async { [operation] in operation._queue_networkDidFinish(outcome) }
+        backlog.add(.finish(outcome))
     }
 }

@@ -41,23 +41,29 @@ extension FetchOperation {
         if case .done = incremental.phase { return }
         guard delegate != nil else { return incremental.phase = .done }
         let chunkStart = totalByteCount - chunk.count
-        var bytes = Data()
-        if incremental.fedByteCount + incremental.pending.count < chunkStart {
-            let have = incremental.fedByteCount + incremental.pending.count
+        let have = incremental.fedByteCount + incremental.pending.count
+        // The chunk itself (a slice, not a copy) in the usual case; joined to the partial's missing bytes only
+        // when a resumed download's first chunk comes after bytes the session has not seen.
+        var bytes = chunk.dropFirst(max(0, have - chunkStart))
+        if have < chunkStart {
             guard let partial = resumablePartial, partial.data.count >= chunkStart else { return incremental.phase = .done }
-            bytes = partial.data.subdata(in: have..<chunkStart)
+            bytes = partial.data.subdata(in: have..<chunkStart) + bytes
         }
-        let overlap = max(0, incremental.fedByteCount + incremental.pending.count - chunkStart)
-        if overlap < chunk.count { bytes.append(chunk.dropFirst(overlap)) }
         guard !bytes.isEmpty else { return }
 
         switch incremental.phase {
         case .done:
             return
         case .detecting:
-            incremental.pending.append(bytes)
-            guard let type = CodecCatalogue.shared.detectType(of: incremental.pending, isComplete: false) else {
-                if incremental.pending.count > IncrementalImageState.detectionLimit { incremental.phase = .done }
+            // Until the format is known, the bytes so far are held; usually the first chunk tells it, and is
+            // then passed on without being copied.
+            if !incremental.pending.isEmpty {
+                incremental.pending.append(bytes)
+                bytes = incremental.pending
+            }
+            guard let type = CodecCatalogue.shared.detectType(of: bytes, isComplete: false) else {
+                if bytes.count > IncrementalImageState.detectionLimit { return incremental.phase = .done }
+                incremental.pending = Data(bytes)
                 return
             }
             guard let codec = CodecCatalogue.shared.codec(for: type),
@@ -66,9 +72,8 @@ extension FetchOperation {
             }
             let session = codec.decoder.makeSession(configuration: plan.decoderConfiguration, expectedByteCount: nil)
             incremental.phase = .decoding(session, type, pipeline.configuration.decodeMemoryBudget.claim(waits: false))
-            let held = incremental.pending
             incremental.pending = Data()
-            _queue_append(held, to: session, type: type, progress: progress)
+            _queue_append(bytes, to: session, type: type, progress: progress)
         case .decoding(let session, let type, _):
             _queue_append(bytes, to: session, type: type, progress: progress)
         }
