@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// A real HTTP/1.1 origin on 127.0.0.1 for tests, the demo and benchmarks: serves in-memory assets and/or a
 /// directory, honours `Range`/`If-Range`, shapes bandwidth and latency, simulates a shared network link,
@@ -29,8 +30,8 @@ import NIOPosix
 /// Connections are kept alive unless the client asks otherwise; pipelined requests are answered in order.
 ///
 /// All methods are thread-safe and may be called while requests are in flight; a change applies from the
-/// next request on. Connections run on NIO's shared event loops; bodies are written as the channel becomes
-/// writable, so a slow client never makes the server buffer a large asset.
+/// next request on. Connections run on NIO's shared event loops (or the group given to `start`); bodies are
+/// written as the channel becomes writable, so a slow client never makes the server buffer a large asset.
 public final class ImageOriginServer: Sendable {
     /// The port the server listens on (the ephemeral one chosen by the system when started with port 0).
     public let port: Int
@@ -44,6 +45,8 @@ public final class ImageOriginServer: Sendable {
     private let log: OriginRequestLog
     private let connections: OriginConnections
     private let downlink: OriginDownlink
+    /// Set by ``shutdown()``: then `deinit` has nothing to close (and the event loops may be gone already).
+    private let isShutDown = Atomic<Bool>(false)
 
     /// The date `setAsset` uses for `Last-Modified` unless told otherwise: 2024-01-01 00:00:00 UTC, fixed so
     /// tests can send it back in `If-Range`.
@@ -63,7 +66,7 @@ public final class ImageOriginServer: Sendable {
 
     deinit {
         // A server dropped without shutdown() stops listening; its open connections end with the process.
-        serverChannel.close(promise: nil)
+        if !isShutDown.load(ordering: .acquiring) { serverChannel.close(promise: nil) }
     }
 
     // MARK: Starting and stopping
@@ -136,6 +139,7 @@ public final class ImageOriginServer: Sendable {
         }
         await connections.closeAll()
         log.shutDown()
+        isShutDown.store(true, ordering: .releasing)
     }
 
     // MARK: URLs
