@@ -93,7 +93,8 @@ struct PipelineBench: AsyncParsableCommand {
             The anchor, measured in the same run right after: the same decodes at 256 px straight from memory \
             on as many threads (no network, no caches), as images/s; the ratio is ours over the anchor. \
             --threads sets the pipeline's decode slots (GlobalConfiguration.maxConcurrentImageDecodeCount) and \
-            the anchor's threads; it does not keep the process on that many cores: \
+            the anchor's threads, and --downloads (default: 4, or --threads when larger) the downloads at once; \
+            --threads does not keep the process on that many cores: \
             scripts/bench-pipeline-scaling.sh runs it under taskset for 1, 2, ... cores. \
             --breakdown turns the pipeline's stage CPU times on and prints CPU time per image by stage. \
             Targets: at least 250 images/s on two cores, and 0.85x the anchor.
@@ -106,11 +107,27 @@ struct PipelineBench: AsyncParsableCommand {
     @Option(help: "Decode slots of the pipeline and threads of the anchor (default: one per core).")
     var threads = GlobalConfiguration.defaultMaxConcurrentImageDecodeCount
 
+    @Option(help: ArgumentHelp(
+        "Downloads at once (GlobalConfiguration.maxConcurrentImagePipelineDownloadCount; default: TIP's 4, or --threads when larger).",
+        valueName: "count"))
+    var downloads: Int?
+
+    @Option(help: ArgumentHelp(
+        "Limit of the disk cache in MB (default: the configuration's); 0 stores nothing on disk, to see what the disk write costs.",
+        valueName: "MB"))
+    var diskCacheMb: Int?
+
     @Flag(help: "Record the pipeline's stage CPU times and print where each image's CPU time went.")
     var breakdown = false
 
+    /// On loopback a download is over in a millisecond or two, so four at once (TIP's limit, made for a
+    /// phone's radio) keep at most a few hundred fetches a second decoding: on many cores the download limit,
+    /// not the decoding, would set the rate.
+    private var downloadSlots: Int { downloads ?? max(4, threads) }
+
     func run() async throws {
         guard threads > 0 else { throw ValidationError("--threads: a positive number") }
+        guard downloadSlots > 0 else { throw ValidationError("--downloads: a positive number") }
         let sources = ["skimage-hubble_deep_field.jpg", "skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-chelsea.png"]
         let photos = try sources.map { try BenchImages.photoJPEG(width: 1920, height: 1080, from: $0) }
         // The origin serves from event loops of its own, so that its CPU time can be told from the client's.
@@ -148,6 +165,8 @@ struct PipelineBench: AsyncParsableCommand {
             named: "bench-pipeline", downloader: downloader, metrics: breakdown ? stages : nil,
             configure: {
                 $0.maxConcurrentImageDecodeCount = threads
+                $0.maxConcurrentImagePipelineDownloadCount = downloadSlots
+                if let diskCacheMb { $0.maxBytesForAllDiskCaches = diskCacheMb << 20 }
                 $0.recordsStageCPUTime = breakdown
             }
         ) { pipeline, queue in
@@ -161,8 +180,8 @@ struct PipelineBench: AsyncParsableCommand {
         }
         guard failures == 0 else { throw ValidationError("\(failures) of \(images) fetches failed") }
         let rate = Double(images) / seconds
-        print(String(format: "pipeline: %d images in %.2f s = %.0f images/s with %d decode slot%@ (disk cache: %.1f MB written)",
-                     images, seconds, rate, threads, threads == 1 ? "" : "s", Double(diskBytes) / 1e6))
+        print(String(format: "pipeline: %d images in %.2f s = %.0f images/s with %d decode slot%@ and %d downloads (disk cache: %.1f MB written)",
+                     images, seconds, rate, threads, threads == 1 ? "" : "s", downloadSlots, Double(diskBytes) / 1e6))
         if breakdown { printStageBreakdown(images: images, stages: stages.totals, before: cpu.0, after: cpu.1) }
         return (rate, (cpu.0, cpu.1))
     }

@@ -355,7 +355,16 @@ public final class DiskCache: @unchecked Sendable {
 
     func _locked_delete(_ key: EntryKey) {
         guard let row = try? _locked_row(key) else { return }
-        fileSystem.remove(path(fileName(key)))
+        // The file leaves its entry's name at once (a rename is quick) and is unlinked after the lock is
+        // released (see `DiskCachePool.withLock`). Its new name is a write file's, which the sweep removes if
+        // the process ends before the unlink.
+        let entryPath = path(fileName(key))
+        let doomed = path(Self.writeFileNamePrefix + "\(UInt64.random(in: 0...UInt64.max))")
+        if (try? fileSystem.rename(entryPath, to: doomed)) != nil {
+            pool._locked_removeAfterUnlock(doomed, fileSystem: fileSystem)
+        } else {
+            fileSystem.remove(entryPath)
+        }
         try? index.delete(key)
         pendingTouches[key] = nil
         pool._locked_adjust(owner: owner, bytes: -row.bytes, count: -1)

@@ -17,6 +17,12 @@ final class DiskCachePool: LimitedCachePool, @unchecked Sendable {
     private var counts: [String: Int] = [:]
     /// Where corrupt entries and failed writes are reported.
     private let problems: ProblemRelay
+    /// Files of entries deleted under the lock, already moved out of their entries' names, to unlink once the
+    /// outermost hold ends. Unlinking frees a file's blocks (and trims them on a file system mounted with
+    /// `discard`), which can take a millisecond that every disk cache of the process would wait for.
+    private var removals: [(fileSystem: any CacheFileSystem, path: String)] = []
+    /// How deeply the (recursive) lock is held by the thread holding it.
+    private var holdDepth = 0
 
     private struct WeakDiskCache {
         weak var cache: DiskCache?
@@ -31,8 +37,20 @@ final class DiskCachePool: LimitedCachePool, @unchecked Sendable {
     /// entry's temp file, which only its writer knows).
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
-        defer { lock.unlock() }
+        holdDepth += 1
+        defer {
+            holdDepth -= 1
+            var released: [(fileSystem: any CacheFileSystem, path: String)] = []
+            if holdDepth == 0, !removals.isEmpty { swap(&released, &removals) }
+            lock.unlock()
+            for removal in released { removal.fileSystem.remove(removal.path) }
+        }
         return try body()
+    }
+
+    /// Unlinks `path` (a file no entry names any more) after the lock is released.
+    func _locked_removeAfterUnlock(_ path: String, fileSystem: any CacheFileSystem) {
+        removals.append((fileSystem, path))
     }
 
     var limits: CacheLimits { withLock { currentLimits } }
