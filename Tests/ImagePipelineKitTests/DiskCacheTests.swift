@@ -26,6 +26,29 @@ final class FillingFileSystem: CacheFileSystem, @unchecked Sendable {
     func contentsOfDirectory(_ path: String) -> [String] { posix.contentsOfDirectory(path) }
 }
 
+/// A file system that notes, at each unlink, whether another thread could take the disk lock at that moment.
+final class LockProbingFileSystem: CacheFileSystem, @unchecked Sendable {
+    // @unchecked: immutable but for the atomic counters.
+    private let posix = POSIXCacheFileSystem()
+    private let pool: DiskCachePool
+    let removals = Atomic<Int>(0)
+    let removalsHoldingLock = Atomic<Int>(0)
+    init(pool: DiskCachePool) { self.pool = pool }
+    func remove(_ path: String) {
+        removals.add(1, ordering: .relaxed)
+        let taken = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { [pool] in pool.withLock {}; taken.signal() }
+        if taken.wait(timeout: .now() + 5) == .timedOut { removalsHoldingLock.add(1, ordering: .relaxed) }
+        posix.remove(path)
+    }
+    func write(_ data: Data, to path: String) throws(DiskCacheError) { try posix.write(data, to: path) }
+    func rename(_ source: String, to destination: String) throws(DiskCacheError) { try posix.rename(source, to: destination) }
+    func read(_ path: String) throws(DiskCacheError) -> (data: Data, inode: UInt64) { try posix.read(path) }
+    func inode(of path: String) -> UInt64? { posix.inode(of: path) }
+    func createDirectory(_ path: String) throws(DiskCacheError) { try posix.createDirectory(path) }
+    func contentsOfDirectory(_ path: String) -> [String] { posix.contentsOfDirectory(path) }
+}
+
 @Suite("Disk cache: entries and metadata, global limits and expiry, and failures handled better than TIP")
 struct DiskCacheTests {
     let configuration = GlobalConfiguration()
@@ -130,6 +153,24 @@ struct DiskCacheTests {
         #expect(p2.entries.map(\.identifier) == ["z"])
         #expect(configuration.totalCountForAllDiskCaches == 2)
         #expect(!FileManager.default.fileExists(atPath: root + "/p1/a"))
+    }
+
+    @Test("An evicted entry's file is unlinked after the disk lock is released, and nothing of it is left behind")
+    func evictionUnlinksOutsideTheLock() throws {
+        configuration.maxCountForAllDiskCaches = 2
+        let fileSystem = LockProbingFileSystem(pool: configuration.diskPool)
+        let p1 = try cache("p1", fileSystem: fileSystem)
+        let start = Date(timeIntervalSinceNow: -60)
+        for (offset, name) in ["a", "b", "c", "d"].enumerated() {
+            p1.storeComplete(image(10, at: start + Double(offset)), identifier: name)
+        }
+        #expect(p1.entries.map(\.identifier) == ["d", "c"])
+        #expect(fileSystem.removals.load(ordering: .relaxed) >= 2)
+        #expect(fileSystem.removalsHoldingLock.load(ordering: .relaxed) == 0)
+        let left = try FileManager.default.contentsOfDirectory(atPath: root + "/p1")
+        #expect(!left.contains { $0.hasPrefix(DiskCache.writeFileNamePrefix) }, "\(left)")
+        #expect(!FileManager.default.fileExists(atPath: root + "/p1/a") && !FileManager.default.fileExists(atPath: root + "/p1/b"))
+        #expect(p1.peek(identifier: "c") != nil)
     }
 
     @Test("Scenario 43: an entry over 1/6 of the disk limit is refused and reported; ratio 0 lifts the cap")
