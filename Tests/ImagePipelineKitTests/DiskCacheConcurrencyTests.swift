@@ -7,7 +7,7 @@ import TestSupport
 
 /// A file system whose writes stop, after creating their file, until the test lets them go: a write caught in
 /// the middle of its `fsync`.
-final class HeldWriteFileSystem: CacheFileSystem, @unchecked Sendable {
+final class HeldWriteFileSystem: ForwardingCacheFileSystem, @unchecked Sendable {
     // @unchecked: the semaphores and the atomic are thread-safe.
     private let posix = POSIXCacheFileSystem()
     let holds = Atomic<Bool>(false)
@@ -20,28 +20,16 @@ final class HeldWriteFileSystem: CacheFileSystem, @unchecked Sendable {
         writeStarted.signal()
         release.wait()
     }
-    func rename(_ source: String, to destination: String) throws(DiskCacheError) { try posix.rename(source, to: destination) }
-    func remove(_ path: String) { posix.remove(path) }
-    func read(_ path: String) throws(DiskCacheError) -> (data: Data, inode: UInt64) { try posix.read(path) }
-    func inode(of path: String) -> UInt64? { posix.inode(of: path) }
-    func createDirectory(_ path: String) throws(DiskCacheError) { try posix.createDirectory(path) }
-    func contentsOfDirectory(_ path: String) -> [String] { posix.contentsOfDirectory(path) }
 }
 
 @Suite("Disk cache: a write's file I/O does not hold the process's disk lock")
-struct DiskCacheConcurrencyTests {
+struct DiskCacheConcurrencyTests: DiskCacheFixtures {
     let configuration = GlobalConfiguration()
     let root: String
 
     init() throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-disk-conc-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-    }
-
-    func image(_ bytes: Int, width: Int, seed: UInt8) -> CachedImageData {
-        CachedImageData(data: Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }),
-                        url: URL(string: "http://t/a")!, dimensions: PixelSize(width: width, height: width),
-                        timeToLive: 3600, lastAccess: Date())
     }
 
     @Test("Reads of any disk cache go on while another write is flushing its file")

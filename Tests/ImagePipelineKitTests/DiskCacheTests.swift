@@ -6,7 +6,7 @@ import TestSupport
 @testable import ImagePipelineKit
 
 /// A file system whose writes fail with ENOSPC while `full` is set: a disk that filled up.
-final class FillingFileSystem: CacheFileSystem, @unchecked Sendable {
+final class FillingFileSystem: ForwardingCacheFileSystem, @unchecked Sendable {
     // @unchecked: `full` is an atomic flag.
     private let posix = POSIXCacheFileSystem()
     let full = Atomic<Bool>(false)
@@ -18,18 +18,11 @@ final class FillingFileSystem: CacheFileSystem, @unchecked Sendable {
         }
         try posix.write(data, to: path)
     }
-    func rename(_ source: String, to destination: String) throws(DiskCacheError) { try posix.rename(source, to: destination) }
-    func remove(_ path: String) { posix.remove(path) }
-    func read(_ path: String) throws(DiskCacheError) -> (data: Data, inode: UInt64) { try posix.read(path) }
-    func inode(of path: String) -> UInt64? { posix.inode(of: path) }
-    func createDirectory(_ path: String) throws(DiskCacheError) { try posix.createDirectory(path) }
-    func contentsOfDirectory(_ path: String) -> [String] { posix.contentsOfDirectory(path) }
 }
 
 /// A file system that notes, at each unlink, whether another thread could take the disk lock at that moment.
-final class LockProbingFileSystem: CacheFileSystem, @unchecked Sendable {
+final class LockProbingFileSystem: ForwardingCacheFileSystem, @unchecked Sendable {
     // @unchecked: immutable but for the atomic counters.
-    private let posix = POSIXCacheFileSystem()
     private let pool: DiskCachePool
     let removals = Atomic<Int>(0)
     let removalsHoldingLock = Atomic<Int>(0)
@@ -39,18 +32,12 @@ final class LockProbingFileSystem: CacheFileSystem, @unchecked Sendable {
         let taken = DispatchSemaphore(value: 0)
         DispatchQueue.global().async { [pool] in pool.withLock {}; taken.signal() }
         if taken.wait(timeout: .now() + 5) == .timedOut { removalsHoldingLock.add(1, ordering: .relaxed) }
-        posix.remove(path)
+        POSIXCacheFileSystem().remove(path)
     }
-    func write(_ data: Data, to path: String) throws(DiskCacheError) { try posix.write(data, to: path) }
-    func rename(_ source: String, to destination: String) throws(DiskCacheError) { try posix.rename(source, to: destination) }
-    func read(_ path: String) throws(DiskCacheError) -> (data: Data, inode: UInt64) { try posix.read(path) }
-    func inode(of path: String) -> UInt64? { posix.inode(of: path) }
-    func createDirectory(_ path: String) throws(DiskCacheError) { try posix.createDirectory(path) }
-    func contentsOfDirectory(_ path: String) -> [String] { posix.contentsOfDirectory(path) }
 }
 
 @Suite("Disk cache: entries and metadata, global limits and expiry, and failures handled better than TIP")
-struct DiskCacheTests {
+struct DiskCacheTests: DiskCacheFixtures {
     let configuration = GlobalConfiguration()
     let problems = ProblemLog()
     let root: String
@@ -63,12 +50,6 @@ struct DiskCacheTests {
 
     func cache(_ owner: String, fileSystem: any CacheFileSystem = POSIXCacheFileSystem()) throws -> DiskCache {
         try DiskCache(directory: root + "/" + owner, owner: owner, pool: configuration.diskPool, fileSystem: fileSystem)
-    }
-
-    func image(_ bytes: Int, width: Int = 100, seed: UInt8 = 1, url: String = "http://t/a", ttl: TimeInterval = 3600,
-               at date: Date = Date()) -> CachedImageData {
-        CachedImageData(data: Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }), url: URL(string: url)!,
-                        dimensions: PixelSize(width: width, height: width), timeToLive: ttl, lastAccess: date)
     }
 
     @Test("Entries survive closing and reopening the cache, with their metadata and totals")
