@@ -11,7 +11,7 @@ import Testing
 @Suite("Fuzz regressions (Fixtures/fuzz-regressions)")
 struct FuzzRegressionTests {
     static let limits = DecodingLimits(maxPixels: 1 << 20, maxDimension: 4096, maxFrames: 16, maxBytes: 24 << 20)
-    static let decoders: [any ImageDecoder] = [JPEGDecoder(), PNGDecoder(), GIFDecoder(), WebPDecoder()]
+    static let decoders: [any ImageDecoder] = [JPEGDecoder(), PNGDecoder(), GIFDecoder(), WebPDecoder(), AVIFDecoder(), JPEGXLDecoder()]
     static let thumbnail = TargetSizing(dimensions: PixelSize(width: 37, height: 23), contentMode: .fill)
 
     static func files(_ folder: String) throws -> [URL] {

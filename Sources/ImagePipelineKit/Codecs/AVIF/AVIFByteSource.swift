@@ -59,13 +59,18 @@ final class AVIFByteSource {
     }
 
     /// libavif's read: the range at `offset`, or "waiting" while it has not fully arrived.
+    ///
+    /// `size` is C's `size_t` seen as `Int`: a box that claims a length above `Int.max` arrives negative, so it is
+    /// compared as unsigned. Compared as signed, it would pass as shorter than what is here and go back to libavif
+    /// as a huge size, which it would read past the end of the bytes.
     fileprivate func read(offset: UInt64, size: Int, into out: UnsafeMutablePointer<avifROData>) -> avifResult {
         guard offset <= UInt64(count) else { return isFinal ? AVIF_RESULT_IO_ERROR : AVIF_RESULT_WAITING_ON_IO }
         let start = Int(offset)
-        let available = count - start
-        if available < size, !isFinal { return AVIF_RESULT_WAITING_ON_IO }
+        let available = UInt(count - start)
+        let wanted = UInt(bitPattern: size)
+        if available < wanted, !isFinal { return AVIF_RESULT_WAITING_ON_IO }
         out.pointee.data = storage.map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) + start }
-        out.pointee.size = min(size, available)
+        out.pointee.size = Int(min(wanted, available))
         return AVIF_RESULT_OK
     }
 }
