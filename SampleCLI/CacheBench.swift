@@ -27,7 +27,7 @@ struct CacheBench: ParsableCommand {
               disk-open         open a 100k-entry cache, then its first hit (wall time; no anchor: target < 100 ms)
               table-hit         256 images of 256x256 in one mapped ImageTable, random keys: a view of the
                                 mapped pixels, released after each hit    vs the same dictionary (B4: <= 1 us)
-            The 100k-entry cache is built once under --work (a few seconds; no fsync for the fixture) and \
+            The 100k-entry cache is built once under --work (a few seconds) and \
             reused by later runs.
             """
     )
@@ -232,8 +232,7 @@ struct CacheBench: ParsableCommand {
                         anchorName: "-", target: "< 100 ms to first hit")
     }
 
-    /// Writes the open row's fixture once: small entries through the real cache, with a file system that
-    /// skips fsync (a fixture does not need to survive a power cut, and 100k fsyncs take minutes).
+    /// Writes the open row's fixture once: small entries through the real cache.
     private func buildOpenFixture(root: URL, identifier: (Int) -> String) throws {
         let marker = root.appendingPathComponent("complete")
         guard !FileManager.default.fileExists(atPath: marker.path) else { return }
@@ -241,8 +240,7 @@ struct CacheBench: ParsableCommand {
         let configuration = GlobalConfiguration()
         configuration.maxBytesForAllDiskCaches = 1 << 34
         configuration.maxCountForAllDiskCaches = 0
-        let pipeline = try ImagePipeline(identifier: "bench-open", configuration: configuration, cacheRoot: root,
-                                         fileSystem: UnsyncedFileSystem())
+        let pipeline = try ImagePipeline(identifier: "bench-open", configuration: configuration, cacheRoot: root)
         let bytes = Data(repeating: 0xAB, count: 256)
         let start = Timing.monotonic()
         for index in 0..<openEntries {
@@ -255,18 +253,4 @@ struct CacheBench: ParsableCommand {
         FileHandle.standardError.write(Data(String(format: "bench: built a %d-entry disk cache in %.1f s\n", openEntries,
                                                    Timing.monotonic() - start).utf8))
     }
-}
-
-/// POSIX file operations without fsync, for the benchmark's fixture only.
-private struct UnsyncedFileSystem: CacheFileSystem {
-    let posix = POSIXCacheFileSystem()
-    func write(_ data: Data, to path: String) throws(DiskCacheError) {
-        guard FileManager.default.createFile(atPath: path, contents: data) else { throw .file(operation: "write", errno: EIO) }
-    }
-    func rename(_ source: String, to destination: String) throws(DiskCacheError) { try posix.rename(source, to: destination) }
-    func remove(_ path: String) { posix.remove(path) }
-    func read(_ path: String) throws(DiskCacheError) -> (data: Data, inode: UInt64) { try posix.read(path) }
-    func inode(of path: String) -> UInt64? { posix.inode(of: path) }
-    func createDirectory(_ path: String) throws(DiskCacheError) { try posix.createDirectory(path) }
-    func contentsOfDirectory(_ path: String) -> [String] { posix.contentsOfDirectory(path) }
 }

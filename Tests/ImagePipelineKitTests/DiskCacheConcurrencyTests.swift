@@ -6,7 +6,7 @@ import TestSupport
 @testable import ImagePipelineKit
 
 /// A file system whose writes stop, after creating their file, until the test lets them go: a write caught in
-/// the middle of its `fsync`.
+/// the middle of writing its file.
 final class HeldWriteFileSystem: ForwardingCacheFileSystem, @unchecked Sendable {
     // @unchecked: the semaphores and the atomic are thread-safe.
     private let posix = POSIXCacheFileSystem()

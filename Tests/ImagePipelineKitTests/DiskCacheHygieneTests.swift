@@ -75,11 +75,11 @@ struct DiskCacheHygieneTests {
         var names: [String] = []
         while try columns.step() { names.append(columns.text(0) ?? "") }
         // TIP's xattrs URL, LAD, TTL, uTTL, dX/dY, ANI, LMD, clen, pl, plus what this index adds: the file's
-        // name, inode and size (checked on every read), the ETag (resume with a strong validator) and what the
-        // HTTP freshness policy reads of the response (NULL for an image stored by hand, as here).
+        // name, inode, size and checksum (checked on every read), the ETag (resume with a strong validator) and
+        // what the HTTP freshness policy reads of the response (NULL for an image stored by hand, as here).
         #expect(Set(names) == ["identifier", "partial", "file", "inode", "bytes", "url", "width", "height", "last_access",
                                "ttl", "updates_expiry", "last_modified", "etag", "expected_length", "placeholder", "animated",
-                               "cache_control", "expires", "response_date", "age", "received_at"])
+                               "cache_control", "expires", "response_date", "age", "received_at", "checksum"])
         let row = try index.statement("""
             SELECT url, width, height, last_access, ttl, updates_expiry, last_modified, etag, expected_length, placeholder,
                    animated, bytes, file FROM entries WHERE identifier = 'I' AND partial = 0

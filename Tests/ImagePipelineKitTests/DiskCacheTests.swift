@@ -98,6 +98,29 @@ struct DiskCacheTests: DiskCacheFixtures {
         #expect(p.entry(for: "replaced")?.complete?.data == image(4000).data)
     }
 
+    @Test("A file garbled in place (same inode, same size), as a power cut can leave an unflushed file, fails its checksum on read: removed and reported, never served")
+    func garbledInPlace() throws {
+        let p = try cache("p")
+        let stored = image(4000, seed: 5)
+        #expect(p.storeComplete(stored, identifier: "garbled"))
+        let path = root + "/p/garbled"
+        let inodeBefore = try #require(POSIXCacheFileSystem().inode(of: path))
+        // Zeroes over the middle of the file, written through the same inode without changing its length.
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: 1000)
+        try handle.write(contentsOf: Data(count: 64))
+        try handle.close()
+        #expect(POSIXCacheFileSystem().inode(of: path) == inodeBefore)
+        #expect((try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) == 4000)
+
+        #expect(p.entry(for: "garbled") == nil)
+        let reasons = problems.all.compactMap { problem -> String? in
+            if case .diskCacheEntryCorrupt(identifier: "garbled", let reason) = problem { reason } else { nil }
+        }
+        #expect(reasons.count == 1 && reasons.first?.contains("checksum") == true)
+        #expect(p.totalCount == 0 && !FileManager.default.fileExists(atPath: path))
+    }
+
     @Test("A full disk loses no existing entry: the failed write is reported and the old bytes stay readable")
     func fullDisk() throws {
         let fileSystem = FillingFileSystem()
@@ -136,22 +159,53 @@ struct DiskCacheTests: DiskCacheFixtures {
         #expect(!FileManager.default.fileExists(atPath: root + "/p1/a"))
     }
 
-    @Test("An evicted entry's file is unlinked after the disk lock is released, and nothing of it is left behind")
+    @Test("An evicted entry's file is kept for the next write or unlinked after the disk lock is released; nothing is left once the cache is released")
     func evictionUnlinksOutsideTheLock() throws {
         configuration.maxCountForAllDiskCaches = 2
+        // Room for one 10-byte file kept to be written over (1/64 of the limit).
+        configuration.maxBytesForAllDiskCaches = 640
         let fileSystem = LockProbingFileSystem(pool: configuration.diskPool)
-        let p1 = try cache("p1", fileSystem: fileSystem)
+        var p1: DiskCache? = try cache("p1", fileSystem: fileSystem)
         let start = Date(timeIntervalSinceNow: -60)
         for (offset, name) in ["a", "b", "c", "d"].enumerated() {
-            p1.storeComplete(image(10, at: start + Double(offset)), identifier: name)
+            p1?.storeComplete(image(10, at: start + Double(offset)), identifier: name)
         }
-        #expect(p1.entries.map(\.identifier) == ["d", "c"])
-        #expect(fileSystem.removals.load(ordering: .relaxed) >= 2)
-        #expect(fileSystem.removalsHoldingLock.load(ordering: .relaxed) == 0)
-        let left = try FileManager.default.contentsOfDirectory(atPath: root + "/p1")
-        #expect(!left.contains { $0.hasPrefix(DiskCache.writeFileNamePrefix) }, "\(left)")
+        #expect(p1?.entries.map(\.identifier) == ["d", "c"])
         #expect(!FileManager.default.fileExists(atPath: root + "/p1/a") && !FileManager.default.fileExists(atPath: root + "/p1/b"))
-        #expect(p1.peek(identifier: "c") != nil)
+        #expect(p1?.peek(identifier: "c") != nil)
+        // One evicted file is kept, under a write file's name, for the next write.
+        func writeFiles() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: root + "/p1").filter { $0.hasPrefix(DiskCache.writeFileNamePrefix) }
+        }
+        #expect(try writeFiles().count == 1)
+        // Deleting both entries keeps no more: their files are unlinked, after the lock is released.
+        p1?.removeAll()
+        #expect(fileSystem.removals.load(ordering: .relaxed) == 2)
+        #expect(fileSystem.removalsHoldingLock.load(ordering: .relaxed) == 0)
+        #expect(try writeFiles().count == 1)
+        p1 = nil
+        #expect(try writeFiles().isEmpty)
+        #expect(fileSystem.removalsHoldingLock.load(ordering: .relaxed) == 0)
+    }
+
+    @Test("A write goes over a deleted entry's file instead of creating one, and its entry holds exactly the new bytes, shorter or longer")
+    func deletedFilesAreWrittenOver() throws {
+        let p = try cache("p")
+        let inode = { (name: String) in POSIXCacheFileSystem().inode(of: self.root + "/p/" + name) }
+        #expect(p.storeComplete(image(4000, seed: 1), identifier: "a"))
+        let first = try #require(inode("a"))
+        p.remove(identifier: "a")
+        let shorter = image(100, seed: 2)
+        #expect(p.storeComplete(shorter, identifier: "b"))
+        #expect(inode("b") == first)
+        #expect(p.entry(for: "b")?.complete?.data == shorter.data)
+        #expect((try FileManager.default.attributesOfItem(atPath: root + "/p/b")[.size] as? Int) == 100)
+        p.remove(identifier: "b")
+        let longer = image(9000, seed: 3)
+        #expect(p.storeComplete(longer, identifier: "c"))
+        #expect(inode("c") == first)
+        #expect(p.entry(for: "c")?.complete?.data == longer.data)
+        #expect(problems.all.isEmpty)
     }
 
     @Test("Scenario 43: an entry over 1/6 of the disk limit is refused and reported; ratio 0 lifts the cap")

@@ -6,7 +6,9 @@ import Glibc
 /// The file operations the disk cache performs. Tests inject failures (a full disk) through it; everything
 /// else uses ``POSIXCacheFileSystem``.
 public protocol CacheFileSystem: Sendable {
-    /// Creates `path` with exactly `data`, flushed to the disk (`fsync`) before returning.
+    /// Makes `path` hold exactly `data`, creating it or writing over the file there (the disk cache writes
+    /// over the files of deleted entries). It need not be flushed to the disk: the disk cache checks every
+    /// file against the size and checksum its index holds before serving it.
     func write(_ data: Data, to path: String) throws(DiskCacheError)
     /// Atomically replaces `destination` with `source`.
     func rename(_ source: String, to destination: String) throws(DiskCacheError)
@@ -30,7 +32,8 @@ public struct POSIXCacheFileSystem: CacheFileSystem {
     public init() {}
 
     public func write(_ data: Data, to path: String) throws(DiskCacheError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // Not O_TRUNC: the blocks of a file written over are reused; only a tail past the new length is freed.
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .file(operation: "create", errno: errno) }
         var failure: Int32 = 0
         data.withUnsafeBytes { bytes in
@@ -45,7 +48,7 @@ public struct POSIXCacheFileSystem: CacheFileSystem {
                 offset += written
             }
         }
-        if failure == 0, fsync(fd) != 0 { failure = errno }
+        if failure == 0, ftruncate(fd, off_t(data.count)) != 0 { failure = errno }
         if close(fd) != 0, failure == 0 { failure = errno }
         if failure != 0 {
             unlink(path)

@@ -5,10 +5,12 @@ import Foundation
 ///
 /// - Files are named by ``SafeFileName`` (partials add `%tmp`, which no safe name can contain), so no
 ///   identifier can point outside ``directory``. The index lives in `%index.sqlite` for the same reason.
-/// - A write goes to a temporary file, is flushed, renamed over the entry's file, and only then recorded in
-///   the index with the file's inode and size. A crash at any moment leaves either the old entry or the new
-///   one; a file that does not match its row (replaced, truncated, missing) is detected on read, removed and
-///   reported as ``ImagePipelineProblem/diskCacheEntryCorrupt(identifier:reason:)``.
+/// - A write goes to a temporary file, is renamed over the entry's file, and only then recorded in the index
+///   with the file's inode, size and CRC-32C checksum. A crash of the process at any moment leaves either the
+///   old entry or the new one. A file is not flushed to the disk on its own (the index is flushed in batches,
+///   as SQLite's WAL does), so a power cut may lose the latest entries; a file that does not match its row
+///   (replaced, truncated, missing, or holding other bytes) is detected on read, removed and reported as
+///   ``ImagePipelineProblem/diskCacheEntryCorrupt(identifier:reason:)``, never served.
 /// - A failed write (a full disk) removes only its temporary file: the entry that was there stays.
 /// - Opening reads totals from the index, never scans the directory; leftovers of crashed writes are removed
 ///   in the background. Last-access updates are batched.
@@ -16,8 +18,8 @@ import Foundation
 /// Thread-safe: every method takes the disk caches' lock (shared by all pipelines, as TIP's disk queue is).
 /// Do not call it from the delegate queue.
 public final class DiskCache: @unchecked Sendable {
-    // @unchecked: `index`, `pendingTouches` and the files are used only under `pool`'s lock (a write's own temp
-    // file aside, see `write(_:row:key:if:published:)`).
+    // @unchecked: `index`, `pendingTouches`, `spareFiles` and the files are used only under `pool`'s lock (a
+    // write's own temp file aside, see `write(_:row:key:if:published:)`).
 
     /// The pipeline's directory.
     public let directory: String
@@ -26,6 +28,8 @@ public final class DiskCache: @unchecked Sendable {
     let fileSystem: any CacheFileSystem
     let index: DiskCacheIndex
     var pendingTouches: [EntryKey: Date] = [:]
+    /// Files of deleted entries kept for the next writes to write over (`_locked_keepSpareFile`), with their sizes.
+    var spareFiles: [(path: String, bytes: Int)] = []
     private var removesDirectory = false
     /// Touches kept in memory before one transaction writes them.
     static let touchBatchSize = 64
@@ -55,6 +59,7 @@ public final class DiskCache: @unchecked Sendable {
     deinit {
         pool.withLock {
             try? _locked_flushTouches()
+            _locked_removeSpareFiles()
             pool._locked_unregister(owner: owner)
             if removesDirectory, (try? index.totals().count) == 0 {
                 try? FileManager.default.removeItem(atPath: directory)
@@ -134,51 +139,6 @@ public final class DiskCache: @unchecked Sendable {
     public var totalBytes: Int { pool.withLock { (try? index.totals().bytes) ?? 0 } }
     /// Entries (complete and partial parts counted separately).
     public var totalCount: Int { pool.withLock { (try? index.totals().count) ?? 0 } }
-
-    // MARK: - Writing
-
-    /// Stores complete image bytes under TIP's replacement rules (``MemoryCache`` has the same);
-    /// `forced` (a store operation of a real image) replaces whatever is there, and `replacesSameURL` (a
-    /// download under ``CacheFreshnessPolicy/http``) an image of the same URL whatever its size. A complete
-    /// image at least as large as the partial replaces the partial. Returns whether the bytes are now on disk.
-    @discardableResult
-    public func storeComplete(_ image: CachedImageData, identifier: String, forced: Bool = false,
-                              replacesSameURL: Bool = false) -> Bool {
-        DelegateQueueDiagnostics.noteHeavyWork()
-        guard !image.data.isEmpty else { return false }
-        let key = EntryKey(identifier: identifier, partial: false)
-        var row = Row(url: image.url, dimensions: image.dimensions, bytes: image.data.count, lastAccess: image.lastAccess,
-                      ttl: image.timeToLive, updatesExpiry: image.updatesExpiryOnAccess, lastModified: nil,
-                      entityTag: nil, expectedLength: 0, placeholder: image.isPlaceholder, animated: image.isAnimated)
-        row.httpMetadata = image.httpMetadata
-        let replaces: () -> Bool = { [self] in
-            guard !forced, let existing = try? _locked_row(key) else { return true }
-            return MemoryCache.completeShouldReplace(existing.cachedImage(Data(), lastAccess: existing.lastAccess), with: image,
-                                                     replacesSameURL: replacesSameURL)
-        }
-        return write(image.data, row: row, key: key, if: replaces) { [self] in
-            let partial = EntryKey(identifier: identifier, partial: true)
-            if let old = try? _locked_row(partial), (old.dimensions?.area ?? 0) <= image.dimensions.area {
-                _locked_delete(partial)
-            }
-        }
-    }
-
-    /// Stores a partial download for resuming, unless a complete image at least as large is already there.
-    @discardableResult
-    public func storePartial(_ partial: PartialImageData, identifier: String) -> Bool {
-        DelegateQueueDiagnostics.noteHeavyWork()
-        guard !partial.data.isEmpty else { return false }
-        let row = Row(url: partial.url, dimensions: partial.dimensions, bytes: partial.data.count,
-                      lastAccess: partial.lastAccess, ttl: partial.timeToLive, updatesExpiry: partial.updatesExpiryOnAccess,
-                      lastModified: partial.lastModified, entityTag: partial.entityTag,
-                      expectedLength: partial.expectedByteCount, placeholder: false, animated: false)
-        let noLargerComplete: () -> Bool = { [self] in
-            guard let complete = try? _locked_row(EntryKey(identifier: identifier, partial: false)) else { return true }
-            return (complete.dimensions?.area ?? 0) < (partial.dimensions?.area ?? 0)
-        }
-        return write(partial.data, row: row, key: EntryKey(identifier: identifier, partial: true), if: noLargerComplete) {}
-    }
 
     /// Deletes both parts of `identifier`.
     public func remove(identifier: String) {
@@ -281,6 +241,10 @@ public final class DiskCache: @unchecked Sendable {
                 : "the file holds \(file.data.count) bytes, the index says \(row.bytes)")
             return nil
         }
+        if let checksum = row.checksum, Self.checksum(of: file.data) != checksum {
+            _locked_discardCorrupt(key, reason: "the file's bytes do not match the checksum the index holds")
+            return nil
+        }
         if touch, row.updatesExpiry { _locked_touch(key, at: now) }
         return (row, file.data)
     }
@@ -288,86 +252,6 @@ public final class DiskCache: @unchecked Sendable {
     func _locked_discardCorrupt(_ key: EntryKey, reason: String) {
         _locked_delete(key)
         pool._locked_report(.diskCacheEntryCorrupt(identifier: key.identifier, reason: reason))
-    }
-
-    /// Writes an entry: temp file → fsync → rename over the entry's file → index row (with the new inode) in
-    /// one transaction, then `published` and the pool's pruning, when `accepts` (called holding the lock) says
-    /// the bytes belong there. Returns whether the entry is on disk.
-    ///
-    /// The temp file is written and flushed without the pool's lock: an fsync takes milliseconds, and every
-    /// disk cache of the process, reads included, waits for that lock. The file's name is unique to this
-    /// write and the sweep leaves young write files alone, so nothing else touches it meanwhile. Since
-    /// another store may land during the write, `accepts` is asked again before the rename.
-    private func write(_ data: Data, row: Row, key: EntryKey, if accepts: () -> Bool, published: () -> Void) -> Bool {
-        let fits = pool.withLock { () -> Bool in
-            guard accepts() else { return false }
-            let limits = pool._locked_limits()
-            guard data.count <= limits.maxEntryBytes, limits.maxBytes > 0 else {
-                pool._locked_report(.imageTooLargeToStoreInDiskCache(identifier: key.identifier, bytes: data.count))
-                return false
-            }
-            return true
-        }
-        guard fits else { return false }
-        let temporary = path(Self.writeFileNamePrefix + "\(UInt64.random(in: 0...UInt64.max))")
-        do {
-            try fileSystem.write(data, to: temporary)
-        } catch {
-            fileSystem.remove(temporary)
-            pool.withLock { pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier, error: error)) }
-            return false
-        }
-        return pool.withLock {
-            guard accepts(), _locked_publish(temporary, row: row, key: key) else {
-                fileSystem.remove(temporary)
-                return false
-            }
-            published()
-            pool._locked_prune(priority: owner)
-            return (try? _locked_row(key)) != nil
-        }
-    }
-
-    /// Renames a written temp file over `key`'s file and records its row.
-    private func _locked_publish(_ temporary: String, row: Row, key: EntryKey) -> Bool {
-        let name = fileName(key)
-        let old = try? _locked_row(key)
-        var row = row
-        do {
-            // The rename and the row under one hold of the write lock: another process reading this entry sees
-            // the old file with the old row or the new file with the new row (see `_locked_read`).
-            try index.holdingWriteLock {
-                try fileSystem.rename(temporary, to: path(name))
-                row.inode = fileSystem.inode(of: path(name)) ?? 0
-                // If this fails, the file is the new one but the index keeps the old row: the inode check
-                // catches it on read.
-                try index.upsert(row, key: key, file: name)
-            }
-        } catch {
-            pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier,
-                                                      error: error as? DiskCacheError ?? .index("\(error)")))
-            return false
-        }
-        pendingTouches[key] = nil
-        pool._locked_adjust(owner: owner, bytes: row.bytes - (old?.bytes ?? 0), count: old == nil ? 1 : 0)
-        return true
-    }
-
-    func _locked_delete(_ key: EntryKey) {
-        guard let row = try? _locked_row(key) else { return }
-        // The file leaves its entry's name at once (a rename is quick) and is unlinked after the lock is
-        // released (see `DiskCachePool.withLock`). Its new name is a write file's, which the sweep removes if
-        // the process ends before the unlink.
-        let entryPath = path(fileName(key))
-        let doomed = path(Self.writeFileNamePrefix + "\(UInt64.random(in: 0...UInt64.max))")
-        if (try? fileSystem.rename(entryPath, to: doomed)) != nil {
-            pool._locked_removeAfterUnlock(doomed, fileSystem: fileSystem)
-        } else {
-            fileSystem.remove(entryPath)
-        }
-        try? index.delete(key)
-        pendingTouches[key] = nil
-        pool._locked_adjust(owner: owner, bytes: -row.bytes, count: -1)
     }
 
     private func _locked_touch(_ key: EntryKey, at date: Date) {

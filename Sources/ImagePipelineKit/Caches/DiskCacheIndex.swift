@@ -1,7 +1,7 @@
 import Foundation
 
 /// The SQLite index of one ``DiskCache``: a row per complete image and per partial download, with the file's
-/// name, inode and size, so that a file that does not match its row is caught on read. Every SQL statement
+/// name, inode, size and checksum, so that a file that does not match its row is caught on read. Every SQL statement
 /// of the disk cache is here. Not thread-safe: the disk cache uses it only under its pool's lock.
 ///
 /// Several processes may share one index (SQLite in WAL mode, with a busy timeout): every statement goes
@@ -35,6 +35,8 @@ final class DiskCacheIndex {
         var responseDate: Date? = nil
         var age: TimeInterval = 0
         var receivedAt: Date? = nil
+        /// The CRC-32C of the file's bytes; `nil` in rows written before files had checksums.
+        var checksum: UInt32? = nil
 
         /// The complete image this row describes, holding `data`.
         func cachedImage(_ data: Data, lastAccess: Date) -> CachedImageData {
@@ -101,7 +103,7 @@ final class DiskCacheIndex {
     func row(_ key: Key) throws(DiskCacheError) -> Row? {
         try database.query("""
             SELECT url, width, height, bytes, last_access, ttl, updates_expiry, last_modified, etag, expected_length,
-                   placeholder, animated, inode, cache_control, expires, response_date, age, received_at
+                   placeholder, animated, inode, cache_control, expires, response_date, age, received_at, checksum
             FROM entries WHERE identifier = ? AND partial = ?
             """, [.text(key.identifier), .integer(key.partial ? 1 : 0)]) { statement throws(DiskCacheError) in
             guard try statement.step(), let url = statement.text(0).flatMap(URL.init(string:)) else { return nil }
@@ -114,7 +116,8 @@ final class DiskCacheIndex {
                        cacheControl: statement.text(13), expires: statement.text(14),
                        responseDate: statement.optionalDouble(15).map(Date.init(timeIntervalSinceReferenceDate:)),
                        age: statement.double(16),
-                       receivedAt: statement.optionalDouble(17).map(Date.init(timeIntervalSinceReferenceDate:)))
+                       receivedAt: statement.optionalDouble(17).map(Date.init(timeIntervalSinceReferenceDate:)),
+                       checksum: statement.optionalInt(18).map { UInt32(truncatingIfNeeded: $0) })
         }
     }
 
@@ -130,8 +133,8 @@ final class DiskCacheIndex {
         try database.run("""
             INSERT OR REPLACE INTO entries (identifier, partial, file, inode, bytes, url, width, height, last_access,
                 ttl, updates_expiry, last_modified, etag, expected_length, placeholder, animated, cache_control, expires,
-                response_date, age, received_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                response_date, age, received_at, checksum)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [
                 .text(key.identifier), .integer(key.partial ? 1 : 0), .text(file), .integer(Int(Int64(bitPattern: row.inode))),
                 .integer(row.bytes), .text(row.url.absoluteString), .integer(row.dimensions?.width ?? 0),
@@ -140,6 +143,7 @@ final class DiskCacheIndex {
                 .integer(row.expectedLength), .integer(row.placeholder ? 1 : 0), .integer(row.animated ? 1 : 0),
                 .optional(row.cacheControl), .optional(row.expires), .optionalReal(row.responseDate?.timeIntervalSinceReferenceDate),
                 .real(row.age), .optionalReal(row.receivedAt?.timeIntervalSinceReferenceDate),
+                row.checksum.map { .integer(Int($0)) } ?? .null,
             ])
     }
 

@@ -4,16 +4,19 @@
 /// NULL (an image without response metadata, as if it had been stored by hand).
 ///
 /// The version is SQLite's `user_version`: 0 (never set) for the first schema, 2 once the response metadata
-/// columns exist.
+/// columns exist, 3 once files have checksums.
 enum DiskCacheIndexSchema {
     /// The version this library writes.
-    static let currentVersion = 2
+    static let currentVersion = 3
 
     /// Columns added after the first schema, with their SQL types, in the order they were added.
     static let addedColumns: [(name: String, type: String)] = [
         // Response metadata of complete images (ETag and Last-Modified already had columns, for partials).
         ("cache_control", "TEXT"), ("expires", "TEXT"), ("response_date", "REAL"),
         ("age", "REAL NOT NULL DEFAULT 0"), ("received_at", "REAL"),
+        // The CRC-32C of the file's bytes, checked on read; NULL in rows an earlier version wrote (their size is
+        // checked alone).
+        ("checksum", "INTEGER"),
     ]
 
     /// Adds the columns `database`'s `entries` table lacks and records the current version. Runs in one write

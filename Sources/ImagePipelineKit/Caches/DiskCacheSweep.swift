@@ -40,7 +40,7 @@ private struct DiskCacheSweep: Sendable {
             let stillOpen = pool.withLock { () -> Bool in
                 guard let cache else { return false }
                 try? cache.index.holdingWriteLock {
-                    for name in batch where !cache._locked_indexNames(name) {
+                    for name in batch where !cache._locked_indexNames(name) && !cache._locked_isSpareFile(name) {
                         fileSystem.remove(directory + "/" + name)
                     }
                 }
@@ -63,6 +63,11 @@ extension DiskCache {
     /// Whether a row names the file `name`.
     func _locked_indexNames(_ name: String) -> Bool {
         index.namesFile(name)
+    }
+
+    /// Whether `name` is a deleted entry's file this cache keeps to write over.
+    func _locked_isSpareFile(_ name: String) -> Bool {
+        spareFiles.contains { $0.path == path(name) }
     }
 
     /// Checks up to `limit` rows after `afterRow` (SQLite rowid order) and deletes the false ones: expired,

@@ -153,6 +153,10 @@ final class SQLiteDatabase {
         func optionalDouble(_ column: Int32) -> Double? {
             sqlite3_column_type(pointer, column) == SQLITE_NULL ? nil : sqlite3_column_double(pointer, column)
         }
+        /// The column's integer, or `nil` when it is NULL.
+        func optionalInt(_ column: Int32) -> Int? {
+            sqlite3_column_type(pointer, column) == SQLITE_NULL ? nil : Int(sqlite3_column_int64(pointer, column))
+        }
         func text(_ column: Int32) -> String? {
             sqlite3_column_text(pointer, column).map { String(cString: $0) }
         }

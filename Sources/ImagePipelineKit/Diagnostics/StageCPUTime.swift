@@ -9,7 +9,7 @@ import Glibc
 /// (``PipelineMetricLabels/stageCPUTime``) with a `stage` dimension of the case's name.
 ///
 /// The times are the CPU time of the thread doing the work (`CLOCK_THREAD_CPUTIME_ID`), not wall time: a
-/// disk write's wait for `fsync` does not count, its copying does. Network receive runs on the downloader's
+/// wait for the disk lock does not count, a disk write's copying does. Network receive runs on the downloader's
 /// own threads and is not a stage here; a profile of the process shows it (docs/benchmarks.md says how).
 public enum PipelineStage: String, Sendable, CaseIterable {
     /// Looking an image up in the memory or disk cache, reading its file included.
@@ -22,7 +22,7 @@ public enum PipelineStage: String, Sendable, CaseIterable {
     case renditionStore
     /// Keeping downloaded or found bytes in the memory cache.
     case memoryStore
-    /// Writing a downloaded image to the disk cache: its file, the file's flush and the index row.
+    /// Writing a downloaded image to the disk cache: its file, its checksum and the index row.
     case diskWrite
     /// The delegate's final callback, run on the delegate queue.
     case delivery
