@@ -14,6 +14,7 @@ extension ForwardingCacheFileSystem {
     func inode(of path: String) -> UInt64? { posix.inode(of: path) }
     func createDirectory(_ path: String) throws(DiskCacheError) { try posix.createDirectory(path) }
     func contentsOfDirectory(_ path: String) -> [String] { posix.contentsOfDirectory(path) }
+    func markModified(_ path: String) { posix.markModified(path) }
 }
 
 /// What the disk cache suites store: images of a byte pattern that differs by `seed`.

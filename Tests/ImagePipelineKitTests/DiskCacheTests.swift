@@ -245,6 +245,33 @@ struct DiskCacheTests: DiskCacheFixtures {
         #expect(!FileManager.default.fileExists(atPath: root + "/p/I%tmp"))
     }
 
+    @Test("A deleted entry's file kept to be written over is made young: another process opening the directory leaves it, and the next write goes over it")
+    func keptFileSurvivesAnotherProcessSweep() async throws {
+        let p = try cache("p")
+        #expect(p.storeComplete(image(300, seed: 4), identifier: "old"))
+        let inode = try #require(POSIXCacheFileSystem().inode(of: root + "/p/old"))
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: root + "/p/old")
+        p.remove(identifier: "old")
+        let kept = try #require(try FileManager.default.contentsOfDirectory(atPath: root + "/p")
+            .first { $0.hasPrefix(DiskCache.writeFileNamePrefix) })
+        // Another process: its own configuration and disk lock, the same directory. Its sweep removes a stray
+        // file and, in the same batch, decides on the kept one.
+        try Data(count: 10).write(to: URL(fileURLWithPath: root + "/p/stray"))
+        let otherProcess = GlobalConfiguration()
+        let other = try DiskCache(directory: root + "/p", owner: "p", pool: otherProcess.diskPool)
+        for _ in 0..<200 where FileManager.default.fileExists(atPath: root + "/p/stray") {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(!FileManager.default.fileExists(atPath: root + "/p/stray"))
+        #expect(FileManager.default.fileExists(atPath: root + "/p/" + kept))
+        withExtendedLifetime(other) {}
+        let new = image(200, seed: 6)
+        #expect(p.storeComplete(new, identifier: "new"))
+        #expect(POSIXCacheFileSystem().inode(of: root + "/p/new") == inode)
+        #expect(p.entry(for: "new")?.complete?.data == new.data)
+        #expect(problems.all.isEmpty)
+    }
+
     @Test("Opening removes what crashed writes left behind, without listing the directory on the open path; another process's write in progress stays")
     func orphans() async throws {
         try FileManager.default.createDirectory(atPath: root + "/p", withIntermediateDirectories: true)

@@ -20,11 +20,16 @@ public protocol CacheFileSystem: Sendable {
     func contentsOfDirectory(_ path: String) -> [String]
     /// When `path` was last modified; `nil` when unknown (then the sweep leaves a stray write file alone).
     func modificationDate(of path: String) -> Date?
+    /// Sets `path`'s modification time to now, so that the sweeps of other processes on the same directory take
+    /// a write file kept for later for one in progress.
+    func markModified(_ path: String)
 }
 
 extension CacheFileSystem {
     /// Unknown by default: a file system that cannot tell never has another process's write removed.
     public func modificationDate(of path: String) -> Date? { nil }
+    /// Nothing by default (the sweep's age test needs ``modificationDate(of:)``, which is unknown by default too).
+    public func markModified(_ path: String) {}
 }
 
 /// Plain POSIX calls, with short writes and errors checked.
@@ -105,6 +110,10 @@ public struct POSIXCacheFileSystem: CacheFileSystem {
 
     public func contentsOfDirectory(_ path: String) -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    }
+
+    public func markModified(_ path: String) {
+        utimensat(AT_FDCWD, path, nil, 0)
     }
 
     public func modificationDate(of path: String) -> Date? {

@@ -157,6 +157,9 @@ extension DiskCache {
     func _locked_keepSpareFile(_ path: String, bytes: Int) {
         let keptBytes = spareFiles.reduce(0) { $0 + $1.bytes }
         if spareFiles.count < Self.maxSpareFiles, keptBytes + bytes <= pool._locked_limits().maxBytes / 64 {
+            // A deleted entry's file may be years old: made young, it is not taken for a crash's leftover by
+            // the sweep of another process opening the same directory.
+            fileSystem.markModified(path)
             spareFiles.append((path, bytes))
         } else {
             pool._locked_removeAfterUnlock(path, fileSystem: fileSystem)
