@@ -5,7 +5,7 @@ import NIOCore
 import NIOFoundationCompat
 
 /// How an image is laid out in a Redis value: a fixed header (magic `IPKV`, format version, flags, the lengths
-/// of the metadata and the image, a 64-bit checksum of both (`ValueChecksum`)), an HMAC-SHA256 of all of that with
+/// of the metadata and the image, a 64-bit checksum of both (`ContentChecksum`)), an HMAC-SHA256 of all of that with
 /// the fleet's secret when one is configured, then the metadata (JSON, naming the key it was stored under) and the
 /// image bytes.
 ///
@@ -41,7 +41,7 @@ enum SharedValueFormat {
             key: key.rawValue, url: value.url.absoluteString, width: value.dimensions.width, height: value.dimensions.height,
             contentType: value.contentType, isAnimated: value.isAnimated, eTag: value.eTag, lastModified: value.lastModified,
             timeToLive: value.timeToLive))
-        var checksum = ValueChecksum()
+        var checksum = ContentChecksum()
         metadata.withUnsafeBytes { checksum.update($0) }
         value.data.withUnsafeBytes { checksum.update($0) }
         var buffer = ByteBuffer()
@@ -100,7 +100,7 @@ enum SharedValueFormat {
             guard difference == 0, expected.count == signature.count else { return .failure(.badSignature) }
         } else {
             // A verified signature covers every byte the checksum covers: the checksum is checked where none is.
-            var digest = ValueChecksum()
+            var digest = ContentChecksum()
             metadataBytes.withUnsafeBytes { digest.update($0) }
             image.withUnsafeBytes { digest.update($0) }
             guard digest.finalize() == checksum else { return .failure(.checksumMismatch) }

@@ -1,4 +1,3 @@
-import CImageCodecs
 import Foundation
 
 /// Writing entries: stores, the write of a file and its row, deletes, and the files of deleted entries kept for
@@ -132,9 +131,9 @@ extension DiskCache {
         pendingTouches[key] = nil
         pool._locked_adjust(owner: owner, bytes: -row.bytes, count: -1)
     }
-    /// The CRC-32C of a file's bytes, as its row keeps it.
-    static func checksum(of data: Data) -> UInt32 {
-        data.withUnsafeBytes { ipk_crc32c(0, $0.baseAddress, $0.count) }
+    /// The checksum of a file's bytes, as its row keeps it.
+    static func checksum(of data: Data) -> UInt64 {
+        ContentChecksum.of(data)
     }
 
     // MARK: - Files kept to be written over

@@ -6,7 +6,7 @@ import Foundation
 /// - Files are named by ``SafeFileName`` (partials add `%tmp`, which no safe name can contain), so no
 ///   identifier can point outside ``directory``. The index lives in `%index.sqlite` for the same reason.
 /// - A write goes to a temporary file, is renamed over the entry's file, and only then recorded in the index
-///   with the file's inode, size and CRC-32C checksum. A crash of the process at any moment leaves either the
+///   with the file's inode, size and 64-bit checksum. A crash of the process at any moment leaves either the
 ///   old entry or the new one. A file is not flushed to the disk on its own (the index is flushed in batches,
 ///   as SQLite's WAL does), so a power cut may lose the latest entries; a file that does not match its row
 ///   (replaced, truncated, missing, or holding other bytes) is detected on read, removed and reported as

@@ -35,8 +35,8 @@ final class DiskCacheIndex {
         var responseDate: Date? = nil
         var age: TimeInterval = 0
         var receivedAt: Date? = nil
-        /// The CRC-32C of the file's bytes; `nil` in rows written before files had checksums.
-        var checksum: UInt32? = nil
+        /// The ``ContentChecksum`` of the file's bytes; `nil` in rows written before files had checksums.
+        var checksum: UInt64? = nil
 
         /// The complete image this row describes, holding `data`.
         func cachedImage(_ data: Data, lastAccess: Date) -> CachedImageData {
@@ -117,7 +117,7 @@ final class DiskCacheIndex {
                        responseDate: statement.optionalDouble(15).map(Date.init(timeIntervalSinceReferenceDate:)),
                        age: statement.double(16),
                        receivedAt: statement.optionalDouble(17).map(Date.init(timeIntervalSinceReferenceDate:)),
-                       checksum: statement.optionalInt(18).map { UInt32(truncatingIfNeeded: $0) })
+                       checksum: statement.optionalInt(18).map { UInt64(bitPattern: Int64($0)) })
         }
     }
 
@@ -143,7 +143,7 @@ final class DiskCacheIndex {
                 .integer(row.expectedLength), .integer(row.placeholder ? 1 : 0), .integer(row.animated ? 1 : 0),
                 .optional(row.cacheControl), .optional(row.expires), .optionalReal(row.responseDate?.timeIntervalSinceReferenceDate),
                 .real(row.age), .optionalReal(row.receivedAt?.timeIntervalSinceReferenceDate),
-                row.checksum.map { .integer(Int($0)) } ?? .null,
+                row.checksum.map { .integer(Int(Int64(bitPattern: $0))) } ?? .null,
             ])
     }
 

@@ -1,8 +1,11 @@
-/// A fast 64-bit checksum of a value's metadata and image, to catch corruption and truncation (not forgery:
-/// the fleet's HMAC-SHA256 is for that). Four independent lanes of multiply-rotate over 8-byte words, folded
-/// and finished with a 64-bit avalanche, in the style of xxHash64: a SHA-256 of a 200 KB image cost more than the
-/// Redis round trip that fetched it.
-struct ValueChecksum {
+import Foundation
+
+/// A fast 64-bit checksum of bytes kept outside the process, to catch corruption and truncation (not forgery:
+/// the fleet's HMAC-SHA256 is for that): the disk cache's files, and the fleet tier's values (their metadata and
+/// image). Four independent lanes of multiply-rotate over 8-byte words, folded and finished with a 64-bit
+/// avalanche, in the style of xxHash64: about 12 µs for 140 KB, where a SHA-256 of a 200 KB image cost more
+/// than the Redis round trip that fetched it.
+package struct ContentChecksum {
     private static let prime1: UInt64 = 0x9E37_79B1_85EB_CA87
     private static let prime2: UInt64 = 0xC2B2_AE3D_27D4_EB4F
     private static let prime3: UInt64 = 0x1656_67B1_9E37_79F9
@@ -12,8 +15,17 @@ struct ValueChecksum {
     /// Bytes of an update that did not fill a 32-byte stripe, carried to the next update.
     private var pending: [UInt8] = []
 
+    package init() {}
+
+    /// The checksum of `data` alone.
+    package static func of(_ data: Data) -> UInt64 {
+        var checksum = ContentChecksum()
+        data.withUnsafeBytes { checksum.update($0) }
+        return checksum.finalize()
+    }
+
     /// Adds `bytes` to the checksum.
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         length &+= UInt64(bytes.count)
         var offset = 0
         if !pending.isEmpty {
@@ -48,7 +60,7 @@ struct ValueChecksum {
     }
 
     /// The checksum of everything added.
-    func finalize() -> UInt64 {
+    package func finalize() -> UInt64 {
         let (a, b, c, d) = lanes
         var hash = ((a << 1) | (a >> 63)) &+ ((b << 7) | (b >> 57)) &+ ((c << 12) | (c >> 52)) &+ ((d << 18) | (d >> 46))
         hash &+= length

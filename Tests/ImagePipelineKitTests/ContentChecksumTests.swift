@@ -1,10 +1,10 @@
-@testable import ImagePipelineRedis
+@testable import ImagePipelineKit
 import Testing
 
-@Suite("The tier values' checksum")
-struct ValueChecksumTests {
+@Suite("The checksum of disk cache files and fleet tier values")
+struct ContentChecksumTests {
     private static func checksum(_ bytes: [UInt8], chunks: [Int]) -> UInt64 {
-        var checksum = ValueChecksum()
+        var checksum = ContentChecksum()
         var offset = 0
         for size in chunks + [bytes.count] where offset < bytes.count {
             let end = min(bytes.count, offset + size)
