@@ -131,6 +131,7 @@ extension DiskCache {
         pendingTouches[key] = nil
         pool._locked_adjust(owner: owner, bytes: -row.bytes, count: -1)
     }
+
     /// The checksum of a file's bytes, as its row keeps it.
     static func checksum(of data: Data) -> UInt64 {
         ContentChecksum.of(data)
@@ -163,6 +164,11 @@ extension DiskCache {
         } else {
             pool._locked_removeAfterUnlock(path, fileSystem: fileSystem)
         }
+    }
+
+    /// Whether `name` is a deleted entry's file this cache keeps to write over (the sweep leaves those alone).
+    func _locked_isSpareFile(_ name: String) -> Bool {
+        spareFiles.contains { $0.path == path(name) }
     }
 
     /// Has every kept file unlinked after the lock is released.

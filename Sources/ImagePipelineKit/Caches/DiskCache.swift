@@ -79,29 +79,25 @@ public final class DiskCache: @unchecked Sendable {
     /// file does not match the index is deleted and reported.
     public func entry(for identifier: String, now: Date = Date()) -> CacheEntry? {
         DelegateQueueDiagnostics.noteHeavyWork()
-        return pool.withLock {
-            let entry = CacheEntry(
-                complete: _locked_read(EntryKey(identifier: identifier, partial: false), now: now).map { row, data in
-                    row.cachedImage(data, lastAccess: now)
-                },
-                partial: _locked_read(EntryKey(identifier: identifier, partial: true), now: now).map { row, data in
-                    PartialImageData(data: data, url: row.url, dimensions: row.dimensions, expectedByteCount: row.expectedLength,
-                                     lastModified: row.lastModified, entityTag: row.entityTag, timeToLive: row.ttl,
-                                     updatesExpiryOnAccess: row.updatesExpiry, lastAccess: now)
-                })
-            return entry.isEmpty ? nil : entry
-        }
+        let completeKey = EntryKey(identifier: identifier, partial: false), partialKey = EntryKey(identifier: identifier, partial: true)
+        let (complete, partial) = pool.withLock { (_locked_read(completeKey, now: now), _locked_read(partialKey, now: now)) }
+        let entry = CacheEntry(
+            complete: checked(complete, key: completeKey).map { row, data in row.cachedImage(data, lastAccess: now) },
+            partial: checked(partial, key: partialKey).map { row, data in
+                PartialImageData(data: data, url: row.url, dimensions: row.dimensions, expectedByteCount: row.expectedLength,
+                                 lastModified: row.lastModified, entityTag: row.entityTag, timeToLive: row.ttl,
+                                 updatesExpiryOnAccess: row.updatesExpiry, lastAccess: now)
+            })
+        return entry.isEmpty ? nil : entry
     }
 
     /// The complete image of `identifier` without refreshing its last access (another pipeline looking, which
     /// must not move this pipeline's entry in its LRU order).
     public func peek(identifier: String, now: Date = Date()) -> CachedImageData? {
         DelegateQueueDiagnostics.noteHeavyWork()
-        return pool.withLock {
-            _locked_read(EntryKey(identifier: identifier, partial: false), now: now, touch: false).map { row, data in
-                row.cachedImage(data, lastAccess: row.lastAccess)
-            }
-        }
+        let key = EntryKey(identifier: identifier, partial: false)
+        let read = pool.withLock { _locked_read(key, now: now, touch: false) }
+        return checked(read, key: key).map { row, data in row.cachedImage(data, lastAccess: row.lastAccess) }
     }
 
     /// What the index says of `identifier`'s complete image, without reading its file: `nil` when there is none
@@ -219,7 +215,8 @@ public final class DiskCache: @unchecked Sendable {
         return row
     }
 
-    /// The row and bytes of `key`, or nil (absent, expired, or not matching its file: then deleted).
+    /// The row and bytes of `key`, or nil (absent, expired, or not matching its file: then deleted). The bytes
+    /// are not yet checked against the row's checksum: ``checked(_:key:)`` does that after the lock.
     private func _locked_read(_ key: EntryKey, now: Date, touch: Bool = true, holdingWriteLock: Bool = false) -> (Row, Data)? {
         guard let row = _locked_unexpiredRow(key, now: now) else { return nil }
         let file: (data: Data, inode: UInt64)
@@ -241,12 +238,20 @@ public final class DiskCache: @unchecked Sendable {
                 : "the file holds \(file.data.count) bytes, the index says \(row.bytes)")
             return nil
         }
-        if let checksum = row.checksum, Self.checksum(of: file.data) != checksum {
-            _locked_discardCorrupt(key, reason: "the file's bytes do not match the checksum the index holds")
-            return nil
-        }
         if touch, row.updatesExpiry { _locked_touch(key, at: now) }
         return (row, file.data)
+    }
+
+    /// `read` when its bytes match the checksum its row keeps (or the row keeps none). Checked without the lock:
+    /// the check reads every byte, and every disk cache of the process waits for that lock. A mismatch is
+    /// deleted and reported under the lock, unless the entry was written again meanwhile.
+    private func checked(_ read: (Row, Data)?, key: EntryKey) -> (Row, Data)? {
+        guard let (row, data) = read, let checksum = row.checksum, Self.checksum(of: data) != checksum else { return read }
+        pool.withLock {
+            guard let current = try? _locked_row(key), current.inode == row.inode, current.checksum == checksum else { return }
+            _locked_discardCorrupt(key, reason: "the file's bytes do not match the checksum the index holds")
+        }
+        return nil
     }
 
     func _locked_discardCorrupt(_ key: EntryKey, reason: String) {

@@ -65,11 +65,6 @@ extension DiskCache {
         index.namesFile(name)
     }
 
-    /// Whether `name` is a deleted entry's file this cache keeps to write over.
-    func _locked_isSpareFile(_ name: String) -> Bool {
-        spareFiles.contains { $0.path == path(name) }
-    }
-
     /// Checks up to `limit` rows after `afterRow` (SQLite rowid order) and deletes the false ones: expired,
     /// file missing or replaced (reported as corrupt), or a partial no larger than the complete image.
     /// Returns the last rowid checked, `nil` when there were no more rows.

@@ -72,12 +72,12 @@ public final class BitmapBufferPool: Sendable {
     private static let populateWrite: Int32 = 23
 
     /// Maps a new buffer's pages in one call. A buffer this large comes from fresh pages, each of which would
-    /// otherwise fault when the decoder first writes it: one trap per 4 KiB. A cold pipeline's first screen
+    /// otherwise fault when the decoder first writes it: one trap per page. A cold pipeline's first screen
     /// allocates most of its bitmaps this way (every frame of an enlarged animation is one), and the traps
     /// were a quarter of their cost. An older kernel refuses the advice, and the pages fault as before.
     private static func prefault(_ buffer: Buffer) {
         #if os(Linux)
-        let pageSize = 4096
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
         let start = (Int(bitPattern: buffer.pointer) + pageSize - 1) & ~(pageSize - 1)
         let end = (Int(bitPattern: buffer.pointer) + buffer.capacity) & ~(pageSize - 1)
         guard end > start, let first = UnsafeMutableRawPointer(bitPattern: start) else { return }
