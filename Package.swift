@@ -27,9 +27,12 @@ let package = Package(
         .systemLibrary(name: "CEXIF", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
         .systemLibrary(name: "CWebP", pkgConfig: "libwebpdemux", providers: [.apt(["libwebp-dev"])]),
         // libavif and libjxl without pkg-config: their .pc files add -D flags SwiftPM prohibits (a warning on
-        // every build), and Debian puts both headers in /usr/include, where the compiler looks anyway.
+        // every build), and Debian puts both headers in /usr/include, where the compiler looks anyway. Neither
+        // is linked: CCodecsOnDemand loads them at the first decode of their format, which spares every other
+        // process the start-up cost of the two and the libraries they pull in.
         .systemLibrary(name: "CAVIF", providers: [.apt(["libavif-dev"])]),
         .systemLibrary(name: "CJXL", providers: [.apt(["libjxl-dev"])]),
+        .target(name: "CCodecsOnDemand", dependencies: ["CAVIF", "CJXL"]),
         // SQLite for the disk cache's index.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // libwebpmux's animation encoder: only the tests use it, to make animated WebP fixtures.
@@ -45,7 +48,8 @@ let package = Package(
         .target(
             name: "ImagePipelineKit",
             dependencies: [
-                "PipelineLocking", "CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CAVIF", "CJXL", "CSQLite",
+                "PipelineLocking", "CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CAVIF", "CJXL",
+                "CCodecsOnDemand", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
@@ -108,7 +112,7 @@ let package = Package(
         .testTarget(
             name: "ImagePipelineKitTests",
             dependencies: [
-                "ImagePipelineKit", "CImageCodecs", "CWebP", "CWebPMux", "TestSupport", "PipelineLocking",
+                "ImagePipelineKit", "CImageCodecs", "CCodecsOnDemand", "CWebP", "CWebPMux", "TestSupport", "PipelineLocking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],

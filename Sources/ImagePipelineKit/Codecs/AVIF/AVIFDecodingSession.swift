@@ -1,4 +1,5 @@
 import CAVIF
+import CCodecsOnDemand
 import Foundation
 
 /// One AVIF being decoded as its bytes arrive, over libavif's decoder reading an ``AVIFByteSource``.
@@ -29,7 +30,12 @@ final class AVIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
         // The hint bounds what libavif believes a box may claim. The expected count alone would turn a cut
         // download into a parse failure before any frame; the byte limit is the bound a file has anyway.
         source = AVIFByteSource(sizeHint: max(expectedByteCount ?? 0, configuration.limits.maxBytes))
-        decoder = avifDecoderCreate()
+        if let unavailable = ipk_avif_load() {
+            decoder = nil
+            failure = .unsupported("AVIF: \(String(cString: unavailable))")
+            return
+        }
+        decoder = ipk_avifDecoderCreate()
         guard let decoder else {
             failure = .limitExceeded(.bytes(MemoryLayout<avifDecoder>.size))
             return
@@ -41,11 +47,11 @@ final class AVIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
         // they are tightened to ours before anything is decoded.
         decoder.pointee.imageDimensionLimit = 0
         decoder.pointee.imageSizeLimit = UInt32(AVIF_DEFAULT_IMAGE_SIZE_LIMIT)
-        avifDecoderSetIO(decoder, source.io)
+        ipk_avifDecoderSetIO(decoder, source.io)
     }
 
     deinit {
-        if let decoder { avifDecoderDestroy(decoder) }
+        if let decoder { ipk_avifDecoderDestroy(decoder) }
     }
 
     func append(_ data: Data) throws -> DecoderProgress {
@@ -94,7 +100,7 @@ final class AVIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
         guard let decoder else { return .didProgress }
         var progress = DecoderProgress.didProgress
         if !isParsed {
-            let result = avifDecoderParse(decoder)
+            let result = ipk_avifDecoderParse(decoder)
             if result == AVIF_RESULT_WAITING_ON_IO { return progress }
             guard result == AVIF_RESULT_OK else { try fail(error(for: result)) }
             isParsed = true
@@ -103,7 +109,7 @@ final class AVIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
         }
         while frames.count < framesWanted {
             try guarded { try DecodeInterruption.checkpoint() }
-            let result = avifDecoderNextImage(decoder)
+            let result = ipk_avifDecoderNextImage(decoder)
             if result == AVIF_RESULT_WAITING_ON_IO { return progress }
             if result == AVIF_RESULT_NO_IMAGES_REMAINING { break }
             guard result == AVIF_RESULT_OK else { try fail(error(for: result)) }
@@ -148,7 +154,7 @@ final class AVIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
             try fail(.corrupt("AVIF frame of \(size) does not match the size its container declares"))
         }
         var rgb = avifRGBImage()
-        withUnsafePointer(to: image) { avifRGBImageSetDefaults(&rgb, $0) }
+        withUnsafePointer(to: image) { ipk_avifRGBImageSetDefaults(&rgb, $0) }
         rgb.format = AVIF_RGB_FORMAT_RGBA
         rgb.depth = 8
         rgb.alphaPremultiplied = 1
@@ -156,7 +162,7 @@ final class AVIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
             try Bitmap(width: size.width, height: size.height) { pixels, bytesPerRow in
                 rgb.pixels = pixels.assumingMemoryBound(to: UInt8.self)
                 rgb.rowBytes = UInt32(bytesPerRow)
-                let result = withUnsafePointer(to: image) { avifImageYUVToRGB($0, &rgb) }
+                let result = withUnsafePointer(to: image) { ipk_avifImageYUVToRGB($0, &rgb) }
                 guard result == AVIF_RESULT_OK else { throw error(for: result) }
             }
         }
@@ -173,7 +179,7 @@ final class AVIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
     /// The typed error for a libavif result: a cut-off file is ``ImageCodecError/truncated`` whatever part
     /// of the parse noticed it.
     private func error(for result: avifResult) -> ImageCodecError {
-        let name = String(cString: avifResultToString(result))
+        let name = String(cString: ipk_avifResultToString(result))
         var detail = ""
         if let decoder {
             detail = withUnsafeBytes(of: decoder.pointee.diag.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }

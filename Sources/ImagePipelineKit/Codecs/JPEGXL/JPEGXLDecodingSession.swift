@@ -1,3 +1,4 @@
+import CCodecsOnDemand
 import CImageCodecs
 import CJXL
 import Foundation
@@ -36,22 +37,27 @@ final class JPEGXLDecodingSession: ImageDecodingSession, RemembersDecodingFailur
 
     init(configuration: DecoderConfiguration) {
         self.configuration = configuration
-        decoder = JxlDecoderCreate(nil)
+        if let unavailable = ipk_jxl_load() {
+            decoder = nil
+            failure = .unsupported("JPEG XL: \(String(cString: unavailable))")
+            return
+        }
+        decoder = ipk_JxlDecoderCreate(nil)
         guard let decoder else {
             failure = .limitExceeded(.bytes(1 << 20))
             return
         }
         let events = JXL_DEC_BASIC_INFO.rawValue | JXL_DEC_FRAME.rawValue | JXL_DEC_FULL_IMAGE.rawValue
             | JXL_DEC_FRAME_PROGRESSION.rawValue
-        let configured = JxlDecoderSubscribeEvents(decoder, Int32(events)) == JXL_DEC_SUCCESS
-            && JxlDecoderSetKeepOrientation(decoder, 1) == JXL_DEC_SUCCESS
-            && JxlDecoderSetUnpremultiplyAlpha(decoder, 1) == JXL_DEC_SUCCESS
-            && JxlDecoderSetProgressiveDetail(decoder, kPasses) == JXL_DEC_SUCCESS
+        let configured = ipk_JxlDecoderSubscribeEvents(decoder, Int32(events)) == JXL_DEC_SUCCESS
+            && ipk_JxlDecoderSetKeepOrientation(decoder, 1) == JXL_DEC_SUCCESS
+            && ipk_JxlDecoderSetUnpremultiplyAlpha(decoder, 1) == JXL_DEC_SUCCESS
+            && ipk_JxlDecoderSetProgressiveDetail(decoder, kPasses) == JXL_DEC_SUCCESS
         if !configured { failure = .unsupported("libjxl refused the decoder settings") }
     }
 
     deinit {
-        if let decoder { JxlDecoderDestroy(decoder) }
+        if let decoder { ipk_JxlDecoderDestroy(decoder) }
     }
 
     func append(_ data: Data) throws -> DecoderProgress {
@@ -115,12 +121,12 @@ final class JPEGXLDecodingSession: ImageDecodingSession, RemembersDecodingFailur
         var unconsumed = 0
         let input = pending
         try input.withUnsafeBytes { bytes in
-            guard JxlDecoderSetInput(decoder, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+            guard ipk_JxlDecoderSetInput(decoder, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
                     == JXL_DEC_SUCCESS else { try fail(.corrupt("libjxl refused its input")) }
-            if isFinal { JxlDecoderCloseInput(decoder) }
-            defer { unconsumed = JxlDecoderReleaseInput(decoder) }
+            if isFinal { ipk_JxlDecoderCloseInput(decoder) }
+            defer { unconsumed = ipk_JxlDecoderReleaseInput(decoder) }
             while !isComplete {
-                status = JxlDecoderProcessInput(decoder)
+                status = ipk_JxlDecoderProcessInput(decoder)
                 guard status != JXL_DEC_NEED_MORE_INPUT else { break }
                 progress = max(progress, try handle(status, decoder: decoder, isFinal: isFinal))
             }
@@ -163,7 +169,7 @@ final class JPEGXLDecodingSession: ImageDecodingSession, RemembersDecodingFailur
     /// Checks the declared size against the limits before libjxl allocates any frame.
     private func readBasicInfo(_ decoder: OpaquePointer) throws {
         var info = JxlBasicInfo()
-        guard JxlDecoderGetBasicInfo(decoder, &info) == JXL_DEC_SUCCESS else { try fail(.corrupt("invalid JPEG XL header")) }
+        guard ipk_JxlDecoderGetBasicInfo(decoder, &info) == JXL_DEC_SUCCESS else { try fail(.corrupt("invalid JPEG XL header")) }
         let stored = PixelSize(width: Int(info.xsize), height: Int(info.ysize))
         try guarded {
             try configuration.limits.check(sourceSize: stored)
@@ -184,7 +190,7 @@ final class JPEGXLDecodingSession: ImageDecodingSession, RemembersDecodingFailur
     private func startFrame(_ decoder: OpaquePointer) throws {
         guard let info = basicInfo else { try fail(.corrupt("JPEG XL frame before its header")) }
         var header = JxlFrameHeader()
-        guard JxlDecoderGetFrameHeader(decoder, &header) == JXL_DEC_SUCCESS else { try fail(.corrupt("invalid JPEG XL frame")) }
+        guard ipk_JxlDecoderGetFrameHeader(decoder, &header) == JXL_DEC_SUCCESS else { try fail(.corrupt("invalid JPEG XL frame")) }
         let ticksPerSecond = Double(info.animation.tps_numerator) / Double(max(1, info.animation.tps_denominator))
         frameDuration = info.have_animation != 0 && ticksPerSecond > 0 ? Double(header.duration) / ticksPerSecond : 0
         let stored = PixelSize(width: Int(info.xsize), height: Int(info.ysize))
@@ -200,8 +206,8 @@ final class JPEGXLDecodingSession: ImageDecodingSession, RemembersDecodingFailur
         var format = Self.pixelFormat
         var needed = 0
         let byteCount = canvas.bytesPerRow * canvas.height
-        guard JxlDecoderImageOutBufferSize(decoder, &format, &needed) == JXL_DEC_SUCCESS, needed <= byteCount,
-              JxlDecoderSetImageOutBuffer(decoder, &format, canvas.pointer, byteCount) == JXL_DEC_SUCCESS
+        guard ipk_JxlDecoderImageOutBufferSize(decoder, &format, &needed) == JXL_DEC_SUCCESS, needed <= byteCount,
+              ipk_JxlDecoderSetImageOutBuffer(decoder, &format, canvas.pointer, byteCount) == JXL_DEC_SUCCESS
         else { try fail(.unsupported("libjxl cannot write this image as 8-bit RGBA")) }
         self.canvas = canvas
     }
@@ -220,7 +226,7 @@ final class JPEGXLDecodingSession: ImageDecodingSession, RemembersDecodingFailur
 
     /// What libjxl can show of the current frame now, premultiplied, or `nil` when it has nothing yet.
     private func flushedCanvas() throws -> Bitmap? {
-        guard let decoder, let canvas, JxlDecoderFlushImage(decoder) == JXL_DEC_SUCCESS else { return nil }
+        guard let decoder, let canvas, ipk_JxlDecoderFlushImage(decoder) == JXL_DEC_SUCCESS else { return nil }
         let premultiplies = properties?.hasAlpha == true
         return try Bitmap(width: canvas.width, height: canvas.height) { pixels, bytesPerRow in
             pixels.copyMemory(from: canvas.pointer, byteCount: bytesPerRow * canvas.height)

@@ -1,0 +1,56 @@
+#include "CCodecsOnDemand.h"
+#include "on_demand.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define IPK_TABLE avif
+#define IPK_LIBRARY "libavif"
+
+#define IPK_AVIF_FUNCTIONS(X, V)                                                                                  \
+    X(avifDecoder *, avifDecoderCreate, (void), ())                                                              \
+    V(avifDecoderDestroy, (avifDecoder *decoder), (decoder))                                                     \
+    V(avifDecoderSetIO, (avifDecoder *decoder, avifIO *io), (decoder, io))                                       \
+    X(avifResult, avifDecoderParse, (avifDecoder *decoder), (decoder))                                           \
+    X(avifResult, avifDecoderNextImage, (avifDecoder *decoder), (decoder))                                       \
+    V(avifRGBImageSetDefaults, (avifRGBImage *rgb, const avifImage *image), (rgb, image))                        \
+    X(avifResult, avifImageYUVToRGB, (const avifImage *image, avifRGBImage *rgb), (image, rgb))                  \
+    X(const char *, avifResultToString, (avifResult result), (result))
+
+static struct {
+    IPK_AVIF_FUNCTIONS(IPK_POINTER, IPK_VOID_POINTER)
+} avif;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char error[256];
+static const char *failure;
+
+/* The decoder reads and writes libavif's structures (avifDecoder, avifImage, avifRGBImage) directly, whose
+   layout may change between minor versions: the library must have the major and minor version of the headers. */
+static int version_matches(void *handle) {
+    const char *(*version)(void) = (const char *(*)(void))dlsym(handle, "avifVersion");
+    if (!version) return 0;
+    char expected[32];
+    snprintf(expected, sizeof expected, "%d.%d.", AVIF_VERSION_MAJOR, AVIF_VERSION_MINOR);
+    return strncmp(version(), expected, strlen(expected)) == 0;
+}
+
+static const char *open_and_look_up(void) {
+    /* libavif's file name carries an ABI number that its version does not tell; the version check above picks
+       the one that matches. */
+    const char *const names[] = {"libavif.so.16", "libavif.so.15", "libavif.so.14", "libavif.so.13", "libavif.so",
+                                 NULL};
+    void *handle = ipk_open_library(names, version_matches, IPK_LIBRARY, error, sizeof error);
+    if (!handle) return error;
+    IPK_AVIF_FUNCTIONS(IPK_LOOKUP_X, IPK_LOOKUP_V)
+    return NULL;
+}
+
+static void load(void) { failure = open_and_look_up(); }
+
+const char *ipk_avif_load(void) {
+    pthread_once(&once, load);
+    return failure;
+}
+
+IPK_AVIF_FUNCTIONS(IPK_WRAPPER, IPK_VOID_WRAPPER)

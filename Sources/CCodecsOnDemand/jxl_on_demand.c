@@ -1,0 +1,70 @@
+#include "CCodecsOnDemand.h"
+#include "on_demand.h"
+
+#include <jxl/version.h>
+#include <pthread.h>
+
+#define IPK_TABLE jxl
+#define IPK_LIBRARY "libjxl"
+
+#define IPK_JXL_FUNCTIONS(X, V)                                                                                   \
+    X(JxlDecoder *, JxlDecoderCreate, (const JxlMemoryManager *memory_manager), (memory_manager))                \
+    V(JxlDecoderDestroy, (JxlDecoder *dec), (dec))                                                               \
+    X(JxlDecoderStatus, JxlDecoderSubscribeEvents, (JxlDecoder *dec, int events_wanted), (dec, events_wanted))   \
+    X(JxlDecoderStatus, JxlDecoderSetKeepOrientation, (JxlDecoder *dec, JXL_BOOL skip), (dec, skip))             \
+    X(JxlDecoderStatus, JxlDecoderSetUnpremultiplyAlpha, (JxlDecoder *dec, JXL_BOOL unpremul), (dec, unpremul))  \
+    X(JxlDecoderStatus, JxlDecoderSetProgressiveDetail, (JxlDecoder *dec, JxlProgressiveDetail detail),          \
+      (dec, detail))                                                                                             \
+    X(JxlDecoderStatus, JxlDecoderSetInput, (JxlDecoder *dec, const uint8_t *data, size_t size),                 \
+      (dec, data, size))                                                                                         \
+    V(JxlDecoderCloseInput, (JxlDecoder *dec), (dec))                                                            \
+    X(size_t, JxlDecoderReleaseInput, (JxlDecoder *dec), (dec))                                                  \
+    X(JxlDecoderStatus, JxlDecoderProcessInput, (JxlDecoder *dec), (dec))                                        \
+    X(JxlDecoderStatus, JxlDecoderGetBasicInfo, (const JxlDecoder *dec, JxlBasicInfo *info), (dec, info))        \
+    X(JxlDecoderStatus, JxlDecoderGetFrameHeader, (const JxlDecoder *dec, JxlFrameHeader *header),               \
+      (dec, header))                                                                                             \
+    X(JxlDecoderStatus, JxlDecoderImageOutBufferSize,                                                            \
+      (const JxlDecoder *dec, const JxlPixelFormat *format, size_t *size), (dec, format, size))                  \
+    X(JxlDecoderStatus, JxlDecoderSetImageOutBuffer,                                                             \
+      (JxlDecoder *dec, const JxlPixelFormat *format, void *buffer, size_t size), (dec, format, buffer, size))    \
+    X(JxlDecoderStatus, JxlDecoderFlushImage, (JxlDecoder *dec), (dec))
+
+static struct {
+    IPK_JXL_FUNCTIONS(IPK_POINTER, IPK_VOID_POINTER)
+} jxl;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char error[256];
+static const char *failure;
+
+/* libjxl 0.x changes its ABI with each minor version (its file name carries both numbers): the library must
+   have the major and minor version of the headers. */
+static int version_matches(void *handle) {
+    uint32_t (*version)(void) = (uint32_t(*)(void))dlsym(handle, "JxlDecoderVersion");
+    if (!version) return 0;
+    uint32_t v = version();
+    return v / 1000000 == JPEGXL_MAJOR_VERSION && v / 1000 % 1000 == JPEGXL_MINOR_VERSION;
+}
+
+static const char *open_and_look_up(void) {
+    char name[32];
+    if (JPEGXL_MAJOR_VERSION == 0) {
+        snprintf(name, sizeof name, "libjxl.so.0.%d", JPEGXL_MINOR_VERSION);
+    } else {
+        snprintf(name, sizeof name, "libjxl.so.%d", JPEGXL_MAJOR_VERSION);
+    }
+    const char *const names[] = {name, "libjxl.so", NULL};
+    void *handle = ipk_open_library(names, version_matches, IPK_LIBRARY, error, sizeof error);
+    if (!handle) return error;
+    IPK_JXL_FUNCTIONS(IPK_LOOKUP_X, IPK_LOOKUP_V)
+    return NULL;
+}
+
+static void load(void) { failure = open_and_look_up(); }
+
+const char *ipk_jxl_load(void) {
+    pthread_once(&once, load);
+    return failure;
+}
+
+IPK_JXL_FUNCTIONS(IPK_WRAPPER, IPK_VOID_WRAPPER)
