@@ -11,6 +11,8 @@ packages=(libpng-dev libgif-dev libexif-dev libwebp-dev libavif-dev libjxl-dev l
 packages+=(libjpeg-turbo-progs libavif-bin libjxl-tools)
 # The fleet tier's engine: the tests and `sample-cli fleet` start private redis-server processes.
 packages+=(redis-server)
+# `make cli` links the Swift runtime statically, and with it FoundationNetworking, which names libcurl.
+packages+=(libcurl4-openssl-dev)
 
 missing=()
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
@@ -21,7 +23,7 @@ for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "install-system-deps: not a Debian/Ubuntu system; install these (or your distribution's equivalents):" >&2
     echo "  libjpeg-turbo (dev), libpng (dev), giflib (dev), libexif (dev), libwebp (dev), libavif (dev),"
-    echo "  libjxl (dev), SQLite 3 (dev), pkg-config, redis-server" >&2
+    echo "  libjxl (dev), SQLite 3 (dev), libcurl (dev), pkg-config, redis-server" >&2
     exit 1
 fi
 sudo=""

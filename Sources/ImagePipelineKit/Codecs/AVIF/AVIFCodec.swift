@@ -7,6 +7,10 @@ import Foundation
 /// are, so an animation shows its first frame before its last has arrived. libavif has no reduced-size
 /// decode: frames decode at full size and the scaler brings them to the target. Orientation comes from the
 /// `irot`/`imir` boxes, or from EXIF when the file has neither. Decode-only: there is no encoder.
+///
+/// libavif is loaded the first time an AVIF is decoded, not at start-up. Where it is not installed, or is of
+/// another version than the one this library was built with, decoding fails with
+/// ``ImageCodecError/unsupported(_:)`` naming the library.
 public struct AVIFCodec: ImageCodec {
     public init() {}
     public var imageType: ImageType { .avif }

@@ -8,6 +8,10 @@ import Foundation
 /// reduced-size decode in this version: frames decode at full size and the scaler brings them to the target.
 /// The codestream's orientation is reported and applied like EXIF orientation in the other formats.
 /// Decode-only: there is no encoder.
+///
+/// libjxl is loaded the first time a JPEG XL is decoded, not at start-up. Where it is not installed, or is of
+/// another version than the one this library was built with, decoding fails with
+/// ``ImageCodecError/unsupported(_:)`` naming the library.
 public struct JPEGXLCodec: ImageCodec {
     public init() {}
     public var imageType: ImageType { .jxl }
