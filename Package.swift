@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.3.0"),
     ],
     targets: [
         // Debian's C image libraries (scripts/install-system-deps.sh installs them).
@@ -62,8 +63,10 @@ let package = Package(
                 "ImagePipelineKit", "PipelineLocking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The fleet-shared cache tier on Redis: a RESP client on SwiftNIO (pooled, pipelined, with timeouts, a

@@ -1,4 +1,5 @@
-/* Incremental JPEG decoding with libjpeg: a suspending source manager over a growable buffer, sequential
+/* Incremental JPEG decoding with libjpeg: a suspending source manager over a growable buffer (or over the
+   caller's bytes, when a one-shot decode has the whole file), sequential
    output row by row, and buffered-image mode for progressive files so every complete scan can be rendered
    from partial data. Every libjpeg call runs under setjmp (jpeg_common.h). */
 #include <stdlib.h>
@@ -25,6 +26,7 @@ struct ipk_jpeg_decoder {
     /* Input bytes not yet consumed by libjpeg; consumed bytes are dropped on the next feed. */
     uint8_t *buffer;
     size_t length, capacity;
+    int borrowed;   /* the input is the caller's whole file, read where it lies (ipk_jpeg_decoder_feed_whole) */
     size_t pending_skip;   /* bytes skip_input_data asked for beyond what had arrived */
     int final;
 
@@ -34,6 +36,7 @@ struct ipk_jpeg_decoder {
     uint8_t *canvas;
     size_t stride;
     int (*should_stop)(void);
+    size_t pixels_since_stop_check;
     int interrupted;
     ipk_jpeg_info info;
 };
@@ -118,8 +121,17 @@ void ipk_jpeg_decoder_destroy(ipk_jpeg_decoder *d) {
 
 const ipk_jpeg_info *ipk_jpeg_decoder_info(const ipk_jpeg_decoder *d) { return &d->info; }
 
+int ipk_jpeg_decoder_feed_whole(ipk_jpeg_decoder *d, const uint8_t *bytes, size_t length) {
+    if (d->dead || d->final || d->borrowed || d->length || d->pending_skip) return -1;
+    d->borrowed = 1;
+    d->source.pub.next_input_byte = bytes;
+    d->source.pub.bytes_in_buffer = length;
+    return 0;
+}
+
 int ipk_jpeg_decoder_feed(ipk_jpeg_decoder *d, const uint8_t *bytes, size_t length) {
     if (d->dead || d->final || length == 0) return 0;
+    if (d->borrowed) return -1;
     struct jpeg_source_mgr *pub = &d->source.pub;
     /* Drop what libjpeg has consumed: after a suspension it never looks behind next_input_byte. */
     size_t unread = pub->bytes_in_buffer;
@@ -246,10 +258,16 @@ static int read_rows(struct ipk_jpeg_decoder *d) {
         if (cmyk)
             for (JDIMENSION i = 0; i < read; i++) cmyk_to_rgba(d, rows[i]);
         if (read == 0) return 0;
-        /* Out through the error path, as libjpeg's own errors leave: every caller runs under setjmp. */
-        if (d->should_stop && d->should_stop()) {
-            d->interrupted = 1;
-            longjmp(d->err.jump, 1);
+        /* Asked every 64K pixels or so (a fraction of a millisecond of decoding), not after every call, which
+           returns a row or two of a reduced decode: the check costs more than that row. */
+        d->pixels_since_stop_check += (size_t)read * c->output_width;
+        if (d->should_stop && d->pixels_since_stop_check >= 65536) {
+            d->pixels_since_stop_check = 0;
+            /* Out through the error path, as libjpeg's own errors leave: every caller runs under setjmp. */
+            if (d->should_stop()) {
+                d->interrupted = 1;
+                longjmp(d->err.jump, 1);
+            }
         }
     }
     return 1;

@@ -3,8 +3,9 @@ import Foundation
 import ImagePipelineKit
 import NIOCore
 import NIOHTTP1
-import Synchronization
 import PipelineLocking
+import Synchronization
+import Tracing
 
 /// An ``ImageDownloader`` on AsyncHTTPClient: pooled connections, HTTP/2 over TLS, and real back-pressure
 /// (the next body part is read only after the delegate returned from the previous one). The fast choice on
@@ -60,8 +61,9 @@ public final class HTTPClientDownloader: ImageDownloader {
 
     /// The configuration an owned client gets by default: automatic HTTP version (HTTP/2 when TLS offers it),
     /// no redirects, no decompression, 8 HTTP/1.1 connections per host, no read timeout (each request's
-    /// ``DownloadLimits/idleTimeout`` applies), a 30 s connect timeout, and no retry of a failed connect (a
-    /// refused connection fails with ``DownloadError/connectionRefused`` at once).
+    /// ``DownloadLimits/idleTimeout`` applies), a 30 s connect timeout, no retry of a failed connect (a
+    /// refused connection fails with ``DownloadError/connectionRefused`` at once), and spans for the tracer of
+    /// `InstrumentationSystem` only when one was bootstrapped before this call.
     ///
     /// The client's connect timeout matters beside each request's ``DownloadLimits/connectTimeout``: a request
     /// that gives up on its connect leaves the pool's connection attempt running until the client's timeout,
@@ -78,6 +80,10 @@ public final class HTTPClientDownloader: ImageDownloader {
         // timeout would turn a refused connection (nothing listens: no retry will help) into a ten-second
         // "connect timed out"; an image fetch that fails can simply be fetched again.
         configuration.connectionPool.retryConnectionEstablishment = false
+        // With no tracer bootstrapped, AsyncHTTPClient would still name and fill a span for every request, to
+        // hand it to the tracer that drops it: tens of microseconds a fetch. Such a client traces nothing
+        // either way; one made after a tracer was bootstrapped traces through it.
+        if InstrumentationSystem.tracer is NoOpTracer { configuration.tracing.tracer = nil }
         return configuration
     }
 

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import ImagePipelineKit
 import NIOCore
+import NIOFoundationCompat
 import NIOHTTP1
 import NIOPosix
 import Synchronization
@@ -224,15 +225,18 @@ private final class HopDelegate: HTTPClientResponseDelegate {
         // AsyncHTTPClient drops the parts it read but had not handed over yet, and "every byte, then the error"
         // would become "some bytes, then the error". So parts are taken at once while less than `window` bytes
         // wait for the delegate, and only beyond that does the future wait for this part's delivery.
+        // The part's bytes are handed on where NIO read them, not copied: the download appends them to its body
+        // anyway, and a copy here cost as much as that append.
+        let part = buffer.getData(at: buffer.readerIndex, length: count, byteTransferStrategy: .noCopy) ?? Data()
         if queued <= Self.window {
-            delivery.receive(Data(buffer.readableBytesView)) { [self] _ in
+            delivery.receive(part) { [self] _ in
                 undelivered.withLock { $0 -= count }
             }
             return task.eventLoop.makeSucceededVoidFuture()
         }
         let promise = task.eventLoop.makePromise(of: Void.self)
         // A stopped download's transport is cancelled by the delivery, so succeeding then is safe too.
-        delivery.receive(Data(buffer.readableBytesView)) { [self] _ in
+        delivery.receive(part) { [self] _ in
             undelivered.withLock { $0 -= count }
             promise.succeed(())
         }

@@ -55,12 +55,16 @@ ipk_jpeg_decoder *ipk_jpeg_decoder_create(long max_memory);
 void ipk_jpeg_decoder_destroy(ipk_jpeg_decoder *decoder);
 const ipk_jpeg_info *ipk_jpeg_decoder_info(const ipk_jpeg_decoder *decoder);
 
-/* A function asked between batches of output rows; nonzero stops the decode (IPK_JPEG_ERROR with
+/* A function asked about every 64K output pixels; nonzero stops the decode (IPK_JPEG_ERROR with
    IPK_JPEG_FAILURE_INTERRUPTED; the decoder is dead). NULL (the default) never stops. */
 void ipk_jpeg_decoder_set_stop_check(ipk_jpeg_decoder *decoder, int (*should_stop)(void));
 
 /* Appends bytes (copied). Returns 0, or -1 when the input buffer cannot grow. */
 int ipk_jpeg_decoder_feed(ipk_jpeg_decoder *decoder, const uint8_t *bytes, size_t length);
+/* The whole file, read where it lies instead of copied into the decoder's buffer: the bytes must stay valid
+   and unchanged until decoding has ended (complete, or an error). Only on a decoder fed nothing before, and
+   nothing can be fed after (both -1). set_final still marks the end. */
+int ipk_jpeg_decoder_feed_whole(ipk_jpeg_decoder *decoder, const uint8_t *bytes, size_t length);
 /* No more bytes will come: libjpeg sees a fake EOI where the data stops (and warns). */
 void ipk_jpeg_decoder_set_final(ipk_jpeg_decoder *decoder);
 

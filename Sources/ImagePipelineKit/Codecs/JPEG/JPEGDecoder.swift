@@ -23,8 +23,10 @@ public struct JPEGDecoder: ImageDecoder {
         configuration.preferredSizing = target
         let session = JPEGDecodingSession(configuration: configuration, mode: .oneShot)
         try DecodeInterruption.checkpoint()
-        _ = try session.append(data)
-        _ = try session.finish()
+        try data.withUnsafeBytes { bytes in
+            _ = try session.appendWhole(bytes)
+            _ = try session.finish()
+        }
         try DecodeInterruption.checkpoint()
         guard let container = try session.render(.completeImage, target: target), let properties = session.properties
         else { throw ImageCodecError.truncated }

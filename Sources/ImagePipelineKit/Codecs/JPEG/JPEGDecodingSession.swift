@@ -35,7 +35,7 @@ final class JPEGDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
         cDecoder = ipk_jpeg_decoder_create(configuration.limits.maxBytes)
         // Creation fails only when malloc does; the session then reports it on first use.
         if cDecoder == nil { failure = .limitExceeded(.bytes(MemoryLayout<ipk_jpeg_info>.size)) }
-        // Between batches of rows, the decode running on this thread may be told to stop (DecodeInterruption).
+        // Every few rows, the decode running on this thread may be told to stop (DecodeInterruption).
         if let cDecoder { ipk_jpeg_decoder_set_stop_check(cDecoder, jpegShouldStop) }
     }
 
@@ -57,6 +57,16 @@ final class JPEGDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
             ipk_jpeg_decoder_feed(decoder, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
         }
         if status != 0 { try fail(.limitExceeded(.bytes(data.count))) }
+        return try advance()
+    }
+
+    /// A one-shot session's whole file, read where it lies rather than copied into libjpeg's input buffer (a
+    /// copy of every downloaded image otherwise). `bytes` must stay valid until ``finish()`` has returned; no
+    /// append may follow.
+    func appendWhole(_ bytes: UnsafeRawBufferPointer) throws -> DecoderProgress {
+        if let failure { throw failure }
+        let status = ipk_jpeg_decoder_feed_whole(decoder, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if status != 0 { try fail(.corrupt("JPEG data given to a decoder that already had some")) }
         return try advance()
     }
 
