@@ -81,7 +81,7 @@ struct DecodeInterruptionTests {
         #expect(ImageCodecError.interrupted.code == 7 && ImageCodecError.interrupted.codeName == "interrupted")
     }
 
-    @Test("A JPEG's decode is asked between batches of rows, and stops there")
+    @Test("A JPEG's decode is asked after every 64K pixels of rows, and stops there")
     func jpegRowCheckpoints() throws {
         let jpeg = try Data(contentsOf: CoordinatorHarness.imageURL.deletingLastPathComponent()
             .appendingPathComponent("skimage-hubble_deep_field.jpg"))
@@ -91,15 +91,17 @@ struct DecodeInterruptionTests {
         _ = try DecodeInterruption.$current.withValue(counted.stopping(atCheckpoint: .max)) {
             try CodecCatalogue.shared.decode(jpeg, target: target)
         }
-        // 872 rows at 1/2 scale in batches of 16 rows, besides the checkpoints around the decode.
-        #expect(counted.asked.withLock { $0 } > 20)
+        // 436 rows of 500 pixels at 1/2 scale: a check after each 64K pixels, three in all, besides the
+        // checkpoints before and after the decode.
+        #expect(counted.asked.withLock { $0 } == 5)
         let checkpoints = CheckpointCount()
+        // The third checkpoint is the second among the rows: the decode stops halfway.
         #expect(throws: ImageCodecError.interrupted) {
-            try DecodeInterruption.$current.withValue(checkpoints.stopping(atCheckpoint: 10)) {
+            try DecodeInterruption.$current.withValue(checkpoints.stopping(atCheckpoint: 3)) {
                 try CodecCatalogue.shared.decode(jpeg, target: target)
             }
         }
-        #expect(checkpoints.asked.withLock { $0 } == 10)
+        #expect(checkpoints.asked.withLock { $0 } == 3)
         // The next decode of the same bytes is unaffected.
         #expect(try CodecCatalogue.shared.decode(jpeg, target: target).container.dimensions.width == 256)
     }

@@ -43,7 +43,8 @@ struct CodecsOnDemandTests {
                 ipk_open_library(list.baseAddress, accepting ? matches : refuses, "libexample", &error, error.count)
             }
             if let handle { dlclose(handle) }
-            return (handle != nil, String(cString: error))
+            let message = error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+            return (handle != nil, String(decoding: message, as: UTF8.self))
         }
         let missing = open(["libipk-none.so.1", "libipk-none.so"], accepting: true)
         #expect(!missing.opened)
