@@ -10,7 +10,13 @@ extension FetchOperation {
     func _queue_deliverCached(_ cached: CachedImageData, from tier: PipelineCaches.Tier, percolates: Bool = true,
                               source: ImageLoadSource? = nil, orElse next: @escaping @Sendable () -> Void) {
         let source = source ?? tier.loadSource
-        _queue_decodeShared(cached.data) { [self] outcome in
+        // A rendition that another fetch of the image kept while this one read memory (the memory step looked
+        // for one first) is taken as that step would have.
+        let shortcut = tier != .memory ? nil : RenditionShortcut(find: { [self] in
+            guard let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty else { return nil }
+            return rendered
+        }, deliver: { [self] rendered in _queue_succeed(rendered) })
+        _queue_decodeShared(cached.data, unlessRendered: shortcut) { [self] outcome in
             guard case .success(let decoded) = outcome else {
                 pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: plan.identifier, source: source))
                 pipeline.caches.forgetUndecodable(identifier: plan.identifier, in: tier)
@@ -94,7 +100,11 @@ extension FetchOperation {
     ///
     /// A fetch cancelled while it decodes stops at the codec's next checkpoint and ends cancelled, unless other
     /// fetches wait for that decode; a waiting fetch whose decode was stopped that way decodes on its own.
+    ///
+    /// With `shortcut`, a fetch that would decode on its own first looks for a rendition of these bytes in the
+    /// rendered cache and delivers that instead (see ``RenditionShortcut``).
     func _queue_decodeShared(_ data: Data, ifAborted aborted: (@Sendable () -> Void)? = nil,
+                             unlessRendered shortcut: RenditionShortcut? = nil,
                              then body: @escaping @Sendable (SharedDecodes.Outcome) -> Void) {
         let key = plan.keys.decodeKey(byteCount: data.count)
         let decodes = pipeline.sharedDecodes
@@ -106,12 +116,26 @@ extension FetchOperation {
         // callbacks in one turn of the delegate queue (a hundred fetches of one image then reach the delegate
         // within a fraction of a millisecond), sent once `body` ran.
         let turn = SharedDelegateTurn()
+        var rendition: FetchResult?
         let own = decodes.decode(data, key: key, holdingUntilReleased: true,
-                                 using: { try _queue_decode(data, interruption: interruption) },
+                                 using: {
+                                     // Asked only once this fetch is to decode on its own: a decode of the same
+                                     // bytes that ended before then had kept its rendition before releasing them,
+                                     // so a look any earlier could miss both.
+                                     if let found = shortcut?.find() {
+                                         rendition = found
+                                         throw RenditionShortcut.Taken()
+                                     }
+                                     return try _queue_decode(data, interruption: interruption)
+                                 },
                                  sharing: turn) { [self] outcome, turn in
             let run: @Sendable () -> Void = { [self] in
                 guard !_queue_abortIfNeeded() else { return aborted?() ?? () }
-                if Self.wasInterrupted(outcome) { return _queue_decodeShared(data, ifAborted: aborted, then: body) }
+                // A decode stopped for its own fetch, or not made since a rendition was found, is this fetch's to
+                // make (or to find the same rendition).
+                if Self.wasInterrupted(outcome) || Self.tookRendition(outcome) {
+                    return _queue_decodeShared(data, ifAborted: aborted, unlessRendered: shortcut, then: body)
+                }
                 body(outcome)
             }
             guard let turn else { return queue.async(execute: run) }
@@ -123,6 +147,9 @@ extension FetchOperation {
         defer {
             decodes.release(key)
             turn.enqueue(on: pipeline.configuration.delegateQueue)
+        }
+        if let rendition, let shortcut {
+            return _queue_sharingDelegateTurn(turn) { shortcut.deliver(rendition) }
         }
         if Self.wasInterrupted(own) {
             metricsRecorder.noteDecodeInterrupted()
@@ -142,6 +169,11 @@ extension FetchOperation {
 
     private static func wasInterrupted(_ outcome: SharedDecodes.Outcome) -> Bool {
         if case .failure(let error) = outcome, (error as? ImageCodecError) == .interrupted { return true }
+        return false
+    }
+
+    private static func tookRendition(_ outcome: SharedDecodes.Outcome) -> Bool {
+        if case .failure(let error) = outcome, error is RenditionShortcut.Taken { return true }
         return false
     }
 
@@ -203,4 +235,19 @@ extension FetchOperation {
             _queue_succeed(result)
         }
     }
+}
+
+/// How a fetch that shares a download skips decoding bytes another fetch has just decoded: `find` looks for
+/// their rendition in the rendered cache, `deliver` succeeds with it. Both run on the fetch's queue.
+///
+/// A download stays joinable until its image is stored, and its decode's image is held for late fetches until
+/// it is in the rendered cache; a fetch that looked in the rendered cache just before that and asked for the
+/// decode just after would otherwise decode the bytes a second time.
+struct RenditionShortcut: Sendable {
+    let find: @Sendable () -> FetchResult?
+    let deliver: @Sendable (FetchResult) -> Void
+
+    /// The outcome of a decode not made because `find` found the rendition: the fetches that waited for it look
+    /// again themselves.
+    struct Taken: Error {}
 }

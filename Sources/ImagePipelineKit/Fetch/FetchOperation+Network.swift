@@ -94,11 +94,17 @@ extension FetchOperation {
             // joinable until stored; the decode's image is held until it is in the rendered cache) takes it from
             // there rather than decoding again, when that rendition is of these bytes' URL (one of another URL, a
             // kept preview, is not what was downloaded). The owner always decodes: it stores what the decode tells.
-            if !result.isOwner, let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty, rendered.url == plan.url {
-                return _queue_networkSucceeded(result, rendered: rendered)
+            let rendition: @Sendable () -> FetchResult? = { [self] in
+                guard let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty, rendered.url == plan.url
+                else { return nil }
+                return rendered
+            }
+            if !result.isOwner, let rendered = rendition() { return _queue_networkSucceeded(result, rendered: rendered) }
+            let shortcut = result.isOwner ? nil : RenditionShortcut(find: rendition) { [self] rendered in
+                _queue_networkSucceeded(result, rendered: rendered)
             }
             // Fetches that shared the download share its decode too.
-            _queue_decodeShared(result.data, ifAborted: stored) { [self] outcome in
+            _queue_decodeShared(result.data, ifAborted: stored, unlessRendered: shortcut) { [self] outcome in
                 switch outcome {
                 case .success(let decoded):
                     _queue_networkSucceeded(result, decoded: decoded, whenStored: stored)
