@@ -1,7 +1,6 @@
 #include "CCodecsOnDemand.h"
 #include "on_demand.h"
 
-#include <pthread.h>
 #include <string.h>
 
 #define IPK_TABLE avif
@@ -21,9 +20,7 @@ static struct {
     IPK_AVIF_FUNCTIONS(IPK_POINTER, IPK_VOID_POINTER)
 } avif;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char error[256];
-static const char *failure;
 
 /* The decoder reads and writes libavif's structures (avifDecoder, avifImage, avifRGBImage) directly, whose
    layout may change between minor versions: the library must have the major and minor version of the headers. */
@@ -46,11 +43,6 @@ static const char *open_and_look_up(void) {
     return NULL;
 }
 
-static void load(void) { failure = open_and_look_up(); }
-
-const char *ipk_avif_load(void) {
-    pthread_once(&once, load);
-    return failure;
-}
+IPK_LOAD_ONCE(ipk_avif_load, open_and_look_up)
 
 IPK_AVIF_FUNCTIONS(IPK_WRAPPER, IPK_VOID_WRAPPER)

@@ -2,7 +2,6 @@
 #include "on_demand.h"
 
 #include <jxl/version.h>
-#include <pthread.h>
 
 #define IPK_TABLE jxl
 #define IPK_LIBRARY "libjxl"
@@ -33,9 +32,7 @@ static struct {
     IPK_JXL_FUNCTIONS(IPK_POINTER, IPK_VOID_POINTER)
 } jxl;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char error[256];
-static const char *failure;
 
 /* libjxl 0.x changes its ABI with each minor version (its file name carries both numbers): the library must
    have the major and minor version of the headers. */
@@ -60,11 +57,6 @@ static const char *open_and_look_up(void) {
     return NULL;
 }
 
-static void load(void) { failure = open_and_look_up(); }
-
-const char *ipk_jxl_load(void) {
-    pthread_once(&once, load);
-    return failure;
-}
+IPK_LOAD_ONCE(ipk_jxl_load, open_and_look_up)
 
 IPK_JXL_FUNCTIONS(IPK_WRAPPER, IPK_VOID_WRAPPER)

@@ -8,6 +8,7 @@
 #define IPK_ON_DEMAND_INTERNAL_H
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #define IPK_POINTER(ret, name, params, args) ret(*name) params;
@@ -21,6 +22,17 @@
     }
 #define IPK_LOOKUP_X(ret, name, params, args) IPK_LOOKUP(name)
 #define IPK_LOOKUP_V(name, params, args) IPK_LOOKUP(name)
+
+/* Defines `const char *name(void)`: runs `open_and_look_up` (which returns NULL or a message) once per process
+   and returns its answer every time. */
+#define IPK_LOAD_ONCE(name, open_and_look_up)                                                                     \
+    static pthread_once_t name##_once = PTHREAD_ONCE_INIT;                                                        \
+    static const char *name##_failure;                                                                            \
+    static void name##_run(void) { name##_failure = open_and_look_up(); }                                        \
+    const char *name(void) {                                                                                      \
+        pthread_once(&name##_once, name##_run);                                                                   \
+        return name##_failure;                                                                                    \
+    }
 
 #define IPK_WRAPPER(ret, name, params, args) ret ipk_##name params { return IPK_TABLE.name args; }
 #define IPK_VOID_WRAPPER(name, params, args) void ipk_##name params { IPK_TABLE.name args; }
