@@ -237,8 +237,9 @@ extension FetchOperation {
     }
 }
 
-/// How a fetch that shares a download skips decoding bytes another fetch has just decoded: `find` looks for
-/// their rendition in the rendered cache, `deliver` succeeds with it. Both run on the fetch's queue.
+/// How a fetch skips decoding bytes that another fetch has just decoded (it joined that fetch's download, or
+/// read the same bytes from memory): `find` looks for their rendition in the rendered cache, `deliver`
+/// succeeds with it. Both run on the fetch's queue.
 ///
 /// A download stays joinable until its image is stored, and its decode's image is held for late fetches until
 /// it is in the rendered cache; a fetch that looked in the rendered cache just before that and asked for the
