@@ -225,9 +225,13 @@ private final class HopDelegate: HTTPClientResponseDelegate {
         // AsyncHTTPClient drops the parts it read but had not handed over yet, and "every byte, then the error"
         // would become "some bytes, then the error". So parts are taken at once while less than `window` bytes
         // wait for the delegate, and only beyond that does the future wait for this part's delivery.
-        // The part's bytes are handed on where NIO read them, not copied: the download appends them to its body
-        // anyway, and a copy here cost as much as that append.
-        let part = buffer.getData(at: buffer.readerIndex, length: count, byteTransferStrategy: .noCopy) ?? Data()
+        // A part that fills much of NIO's read buffer is handed on where NIO read it, not copied: the download
+        // appends it to its body anyway, and a copy here cost as much as that append. A small part is copied,
+        // since holding it would hold the whole buffer: a server dribbling a few bytes per packet must not make
+        // the window's worth of parts hold many times their size.
+        let holdsLittleMore = count >= buffer.storageCapacity / 4
+        let part = buffer.getData(at: buffer.readerIndex, length: count,
+                                  byteTransferStrategy: holdsLittleMore ? .noCopy : .copy) ?? Data()
         if queued <= Self.window {
             delivery.receive(part) { [self] _ in
                 undelivered.withLock { $0 -= count }
