@@ -1,10 +1,10 @@
 #include "CCodecsOnDemand.h"
 #include "on_demand.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define IPK_TABLE avif
-#define IPK_LIBRARY "libavif"
 
 #define IPK_AVIF_FUNCTIONS(X, V)                                                                                  \
     X(avifDecoder *, avifDecoderCreate, (void), ())                                                              \
@@ -37,10 +37,9 @@ static const char *open_and_look_up(void) {
        the one that matches. */
     const char *const names[] = {"libavif.so.16", "libavif.so.15", "libavif.so.14", "libavif.so.13", "libavif.so",
                                  NULL};
-    void *handle = ipk_open_library(names, version_matches, IPK_LIBRARY, error, sizeof error);
-    if (!handle) return error;
-    IPK_AVIF_FUNCTIONS(IPK_LOOKUP_X, IPK_LOOKUP_V)
-    return NULL;
+    static const ipk_symbol symbols[] = {IPK_AVIF_FUNCTIONS(IPK_SYMBOL_X, IPK_SYMBOL_V)};
+    return ipk_load_library(names, version_matches, "libavif", symbols, sizeof symbols / sizeof *symbols, error,
+                            sizeof error);
 }
 
 IPK_LOAD_ONCE(ipk_avif_load, open_and_look_up)

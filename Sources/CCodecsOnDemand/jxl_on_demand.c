@@ -2,9 +2,9 @@
 #include "on_demand.h"
 
 #include <jxl/version.h>
+#include <stdio.h>
 
 #define IPK_TABLE jxl
-#define IPK_LIBRARY "libjxl"
 
 #define IPK_JXL_FUNCTIONS(X, V)                                                                                   \
     X(JxlDecoder *, JxlDecoderCreate, (const JxlMemoryManager *memory_manager), (memory_manager))                \
@@ -51,10 +51,9 @@ static const char *open_and_look_up(void) {
         snprintf(name, sizeof name, "libjxl.so.%d", JPEGXL_MAJOR_VERSION);
     }
     const char *const names[] = {name, "libjxl.so", NULL};
-    void *handle = ipk_open_library(names, version_matches, IPK_LIBRARY, error, sizeof error);
-    if (!handle) return error;
-    IPK_JXL_FUNCTIONS(IPK_LOOKUP_X, IPK_LOOKUP_V)
-    return NULL;
+    static const ipk_symbol symbols[] = {IPK_JXL_FUNCTIONS(IPK_SYMBOL_X, IPK_SYMBOL_V)};
+    return ipk_load_library(names, version_matches, "libjxl", symbols, sizeof symbols / sizeof *symbols, error,
+                            sizeof error);
 }
 
 IPK_LOAD_ONCE(ipk_jxl_load, open_and_look_up)

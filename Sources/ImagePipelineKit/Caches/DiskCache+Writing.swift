@@ -78,7 +78,7 @@ extension DiskCache {
             return false
         }
         var row = row
-        row.checksum = Self.checksum(of: data)
+        row.checksum = ContentChecksum.of(data)
         return pool.withLock {
             guard accepts(), _locked_publish(temporary, row: row, key: key) else {
                 fileSystem.remove(temporary)
@@ -130,11 +130,6 @@ extension DiskCache {
         try? index.delete(key)
         pendingTouches[key] = nil
         pool._locked_adjust(owner: owner, bytes: -row.bytes, count: -1)
-    }
-
-    /// The checksum of a file's bytes, as its row keeps it.
-    static func checksum(of data: Data) -> UInt64 {
-        ContentChecksum.of(data)
     }
 
     // MARK: - Files kept to be written over

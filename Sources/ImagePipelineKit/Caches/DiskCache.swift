@@ -246,7 +246,7 @@ public final class DiskCache: @unchecked Sendable {
     /// the check reads every byte, and every disk cache of the process waits for that lock. A mismatch is
     /// deleted and reported under the lock, unless the entry was written again meanwhile.
     private func checked(_ read: (Row, Data)?, key: EntryKey) -> (Row, Data)? {
-        guard let (row, data) = read, let checksum = row.checksum, Self.checksum(of: data) != checksum else { return read }
+        guard let (row, data) = read, let checksum = row.checksum, ContentChecksum.of(data) != checksum else { return read }
         pool.withLock {
             guard let current = try? _locked_row(key), current.inode == row.inode, current.checksum == checksum else { return }
             _locked_discardCorrupt(key, reason: "the file's bytes do not match the checksum the index holds")

@@ -14,8 +14,8 @@ enum DiskCacheIndexSchema {
         // Response metadata of complete images (ETag and Last-Modified already had columns, for partials).
         ("cache_control", "TEXT"), ("expires", "TEXT"), ("response_date", "REAL"),
         ("age", "REAL NOT NULL DEFAULT 0"), ("received_at", "REAL"),
-        // The 64-bit checksum of the file's bytes (`ContentChecksum`), checked on read; NULL in rows an earlier version wrote (their size is
-        // checked alone).
+        // The 64-bit checksum of the file's bytes (`ContentChecksum`), checked on read; NULL in rows an earlier
+        // version wrote (their size is checked alone).
         ("checksum", "INTEGER"),
     ]
 

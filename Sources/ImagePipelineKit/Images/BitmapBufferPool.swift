@@ -71,13 +71,17 @@ public final class BitmapBufferPool: Sendable {
     /// `MADV_POPULATE_WRITE` (Linux 5.14), which Glibc's module does not export.
     private static let populateWrite: Int32 = 23
 
+    #if os(Linux)
+    /// The system's page size, asked once.
+    private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+    #endif
+
     /// Maps a new buffer's pages in one call. A buffer this large comes from fresh pages, each of which would
     /// otherwise fault when the decoder first writes it: one trap per page. A cold pipeline's first screen
     /// allocates most of its bitmaps this way (every frame of an enlarged animation is one), and the traps
     /// were a quarter of their cost. An older kernel refuses the advice, and the pages fault as before.
     private static func prefault(_ buffer: Buffer) {
         #if os(Linux)
-        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
         let start = (Int(bitPattern: buffer.pointer) + pageSize - 1) & ~(pageSize - 1)
         let end = (Int(bitPattern: buffer.pointer) + buffer.capacity) & ~(pageSize - 1)
         guard end > start, let first = UnsafeMutableRawPointer(bitPattern: start) else { return }
