@@ -53,7 +53,11 @@ public struct POSIXCacheFileSystem: CacheFileSystem {
                 offset += written
             }
         }
-        if failure == 0, ftruncate(fd, off_t(data.count)) != 0 { failure = errno }
+        // Only a file written over can be longer than the data. Asking its length is much cheaper than a
+        // truncate, which the file system treats as a change of the file even when the length stays.
+        if failure == 0, lseek(fd, 0, SEEK_END) > off_t(data.count), ftruncate(fd, off_t(data.count)) != 0 {
+            failure = errno
+        }
         if close(fd) != 0, failure == 0 { failure = errno }
         if failure != 0 {
             unlink(path)
