@@ -29,6 +29,24 @@ struct DownloadIntegrityTests {
         #expect(!SharedDownload.continues(partial, response("bytes 100-299/300", lastModified: "Wed, 02 Sep 2026 10:00:00 GMT")))
     }
 
+    @Test("A resume's If-Range is a strong ETag, else a Last-Modified that is an HTTP-date, else there is no resume")
+    func ifRangeValidator() {
+        func validator(etag: String?, lastModified: String?) -> String? {
+            SharedDownload.ifRangeValidator(of: PartialImageData(
+                data: Data(count: 100), url: URL(string: "http://x/a.jpg")!, dimensions: nil, expectedByteCount: 300,
+                lastModified: lastModified, entityTag: etag))
+        }
+        let date = "Tue, 01 Sep 2026 10:00:00 GMT"
+        #expect(validator(etag: "\"v1\"", lastModified: date) == "\"v1\"")
+        #expect(validator(etag: "W/\"v1\"", lastModified: date) == date)
+        #expect(validator(etag: nil, lastModified: date) == date)
+        // A server would read these as entity tags, the second one strong.
+        #expect(validator(etag: "W/\"v1\"", lastModified: "W/\"v1\"") == nil)
+        #expect(validator(etag: nil, lastModified: "\"v2\"") == nil)
+        #expect(validator(etag: nil, lastModified: "yesterday") == nil)
+        #expect(validator(etag: "W/\"v1\"", lastModified: nil) == nil)
+    }
+
     @Test("Every bundled image is complete, every cut of it is not", arguments: [
         "skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-camera.png", "skimage-chelsea.webp",
         "fire.gif", "welcome2.gif",

@@ -155,10 +155,12 @@ final class SharedDownload: @unchecked Sendable {
         task = coordinator.downloader.startDownload(download, delegate: relay)
     }
 
-    /// The `If-Range` value for a partial: a strong ETag (TIP never used one), else Last-Modified.
+    /// The `If-Range` value for a partial: a strong ETag (TIP never used one), else Last-Modified when it is an
+    /// HTTP-date. `If-Range` holds an entity tag or a date, so a server reads any other text it is sent as a tag:
+    /// a `Last-Modified` of `"v2"` would then validate a range of whichever version has that ETag.
     static func ifRangeValidator(of partial: PartialImageData) -> String? {
         if let tag = partial.entityTag, !tag.hasPrefix("W/"), !tag.isEmpty { return tag }
-        if let date = partial.lastModified, date.count >= 4 { return date }
+        if let date = partial.lastModified, date.count >= 4, HTTPDate.parse(date) != nil { return date }
         return nil
     }
 
