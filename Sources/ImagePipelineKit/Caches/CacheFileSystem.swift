@@ -54,8 +54,9 @@ public struct POSIXCacheFileSystem: CacheFileSystem {
             }
         }
         // Only a file written over can be longer than the data. Asking its length is much cheaper than a
-        // truncate, which the file system treats as a change of the file even when the length stays.
-        if failure == 0, lseek(fd, 0, SEEK_END) > off_t(data.count), ftruncate(fd, off_t(data.count)) != 0 {
+        // truncate, which the file system treats as a change of the file even when the length stays; a length
+        // that cannot be read (-1) truncates as before.
+        if failure == 0, lseek(fd, 0, SEEK_END) != off_t(data.count), ftruncate(fd, off_t(data.count)) != 0 {
             failure = errno
         }
         if close(fd) != 0, failure == 0 { failure = errno }
