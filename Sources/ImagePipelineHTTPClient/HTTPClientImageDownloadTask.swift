@@ -229,9 +229,9 @@ private final class HopDelegate: HTTPClientResponseDelegate {
         // appends it to its body anyway, and a copy here cost as much as that append. A small part is copied,
         // since holding it would hold the whole buffer: a server dribbling a few bytes per packet must not make
         // the window's worth of parts hold many times their size.
-        let holdsLittleMore = count >= buffer.storageCapacity / 4
+        let fillsMuchOfItsBuffer = count >= buffer.storageCapacity / 4
         let part = buffer.getData(at: buffer.readerIndex, length: count,
-                                  byteTransferStrategy: holdsLittleMore ? .noCopy : .copy) ?? Data()
+                                  byteTransferStrategy: fillsMuchOfItsBuffer ? .noCopy : .copy) ?? Data()
         if queued <= Self.window {
             delivery.receive(part) { [self] _ in
                 undelivered.withLock { $0 -= count }

@@ -160,7 +160,7 @@ final class SharedDownload: @unchecked Sendable {
     /// a `Last-Modified` of `"v2"` would then validate a range of whichever version has that ETag.
     static func ifRangeValidator(of partial: PartialImageData) -> String? {
         if let tag = partial.entityTag, !tag.hasPrefix("W/"), !tag.isEmpty { return tag }
-        if let date = partial.lastModified, date.count >= 4, HTTPDate.parse(date) != nil { return date }
+        if let date = partial.lastModified, HTTPDate.parse(date) != nil { return date }
         return nil
     }
 
