@@ -17,8 +17,8 @@ extension DiskCache {
                       ttl: image.timeToLive, updatesExpiry: image.updatesExpiryOnAccess, lastModified: nil,
                       entityTag: nil, expectedLength: 0, placeholder: image.isPlaceholder, animated: image.isAnimated)
         row.httpMetadata = image.httpMetadata
-        let replaces: () -> Bool = { [self] in
-            guard !forced, let existing = try? _locked_row(key) else { return true }
+        let replaces: (Row?) -> Bool = { existing in
+            guard !forced, let existing else { return true }
             return MemoryCache.completeShouldReplace(existing.cachedImage(Data(), lastAccess: existing.lastAccess), with: image,
                                                      replacesSameURL: replacesSameURL)
         }
@@ -39,7 +39,7 @@ extension DiskCache {
                       lastAccess: partial.lastAccess, ttl: partial.timeToLive, updatesExpiry: partial.updatesExpiryOnAccess,
                       lastModified: partial.lastModified, entityTag: partial.entityTag,
                       expectedLength: partial.expectedByteCount, placeholder: false, animated: false)
-        let noLargerComplete: () -> Bool = { [self] in
+        let noLargerComplete: (Row?) -> Bool = { [self] _ in
             guard let complete = try? _locked_row(EntryKey(identifier: identifier, partial: false)) else { return true }
             return (complete.dimensions?.area ?? 0) < (partial.dimensions?.area ?? 0)
         }
@@ -48,7 +48,8 @@ extension DiskCache {
 
     /// Writes an entry: temp file → rename over the entry's file → index row (with the new inode and the
     /// bytes' checksum) in one transaction, then `published` and the pool's pruning, when `accepts` (called
-    /// holding the lock) says the bytes belong there. Returns whether the entry is on disk.
+    /// holding the lock, with the entry's current row) says the bytes belong there. Returns whether the entry
+    /// is on disk.
     ///
     /// The temp file is written without the pool's lock, since every disk cache of the process, reads
     /// included, waits for that lock. It is a deleted entry's file when one is kept (see
@@ -59,9 +60,9 @@ extension DiskCache {
     /// The file is not flushed (`fsync`) before its row is recorded: the flush cost a fetch more CPU than
     /// anything but its decode, and held its operation slot while the disk wrote. What the flush guarded
     /// against, a power cut leaving a recorded file short or garbled, the checksum catches on read instead.
-    func write(_ data: Data, row: Row, key: EntryKey, if accepts: () -> Bool, published: () -> Void) -> Bool {
+    func write(_ data: Data, row: Row, key: EntryKey, if accepts: (Row?) -> Bool, published: () -> Void) -> Bool {
         let writeFile = pool.withLock { () -> String? in
-            guard accepts() else { return nil }
+            guard accepts(try? _locked_row(key)) else { return nil }
             let limits = pool._locked_limits()
             guard data.count <= limits.maxEntryBytes, limits.maxBytes > 0 else {
                 pool._locked_report(.imageTooLargeToStoreInDiskCache(identifier: key.identifier, bytes: data.count))
@@ -80,20 +81,20 @@ extension DiskCache {
         var row = row
         row.checksum = ContentChecksum.of(data)
         return pool.withLock {
-            guard accepts(), _locked_publish(temporary, row: row, key: key) else {
+            let old = try? _locked_row(key)
+            guard accepts(old), _locked_publish(temporary, row: row, key: key, replacing: old) else {
                 fileSystem.remove(temporary)
                 return false
             }
             published()
-            pool._locked_prune(priority: owner)
-            return (try? _locked_row(key)) != nil
+            // Pruning may have evicted the new entry itself (an image larger than the room left).
+            return !pool._locked_prune(priority: owner) || (try? _locked_row(key)) != nil
         }
     }
 
-    /// Renames a written temp file over `key`'s file and records its row.
-    func _locked_publish(_ temporary: String, row: Row, key: EntryKey) -> Bool {
+    /// Renames a written temp file over `key`'s file and records its row in place of `old`.
+    func _locked_publish(_ temporary: String, row: Row, key: EntryKey, replacing old: Row?) -> Bool {
         let name = fileName(key)
-        let old = try? _locked_row(key)
         var row = row
         do {
             // The rename and the row under one hold of the write lock: another process reading this entry sees

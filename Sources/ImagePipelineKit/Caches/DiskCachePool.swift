@@ -90,22 +90,28 @@ final class DiskCachePool: LimitedCachePool, @unchecked Sendable {
     }
 
     /// TIP's pruning rule: least recently used entries of the *other* pipelines go first, one per pipeline per
-    /// round, then the written pipeline's own, until bytes and count are within the limits.
-    func _locked_prune(priority: String?) {
+    /// round, then the written pipeline's own, until bytes and count are within the limits. Returns whether
+    /// anything was evicted.
+    @discardableResult
+    func _locked_prune(priority: String?) -> Bool {
         func isOver() -> Bool {
             bytes.values.reduce(0, +) > currentLimits.maxBytes
                 || (currentLimits.maxCount > 0 && counts.values.reduce(0, +) > currentLimits.maxCount)
         }
+        var evicted = false
         while isOver() {
             var tookFromOthers = false
             for (owner, reference) in caches where owner != priority {
                 guard let cache = reference.cache, cache._locked_evictLeastRecentlyUsed() else { continue }
                 tookFromOthers = true
-                if !isOver() { return }
+                evicted = true
+                if !isOver() { return true }
             }
             if tookFromOthers { continue }
-            guard let priority, let cache = caches[priority]?.cache, cache._locked_evictLeastRecentlyUsed() else { return }
+            guard let priority, let cache = caches[priority]?.cache, cache._locked_evictLeastRecentlyUsed() else { return evicted }
+            evicted = true
         }
+        return evicted
     }
 
     func clearAll() {
