@@ -22,7 +22,7 @@ final class HeldWriteFileSystem: ForwardingCacheFileSystem, @unchecked Sendable 
     }
 }
 
-@Suite("Disk cache: a write's file I/O and a lookup that finds nothing do not hold the process's disk lock")
+@Suite("Disk cache: a write's file I/O does not hold the process's disk lock")
 struct DiskCacheConcurrencyTests: DiskCacheFixtures {
     let configuration = GlobalConfiguration()
     let root: String
@@ -88,39 +88,5 @@ struct DiskCacheConcurrencyTests: DiskCacheFixtures {
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: root + "/c").filter { $0.hasPrefix("%write-") }
         #expect(leftovers.isEmpty)
         #expect(configuration.totalBytesForAllDiskCaches == large.data.count)
-    }
-
-    @Test("A lookup of an identifier the index does not have answers while the disk lock is held")
-    func missAnsweredWithoutTheLock() async throws {
-        let cache = try DiskCache(directory: root + "/m", owner: "m", pool: configuration.diskPool)
-        let stored = image(4000, width: 50, seed: 5)
-        #expect(cache.storeComplete(stored, identifier: "present"))
-        let lockTaken = DispatchSemaphore(value: 0), releaseLock = DispatchSemaphore(value: 0)
-        DispatchQueue(label: "disk-conc.holder").async { [pool = configuration.diskPool] in
-            pool.withLock {
-                lockTaken.signal()
-                releaseLock.wait()
-            }
-        }
-        try await offloaded { lockTaken.wait() }
-        // Another thread holds the disk lock (as a write's rename and index transaction do). Lookups that
-        // needed it would wait for the release, which comes only after this wait: they would time out here.
-        let allMissed = Locked<Bool?>(nil)
-        let lookupsDone = DispatchSemaphore(value: 0)
-        DispatchQueue(label: "disk-conc.miss").async {
-            let missed = cache.entry(for: "absent") == nil && cache.peek(identifier: "absent") == nil
-                && cache.completeEntryInfo(for: "absent") == nil
-            allMissed.withLock { $0 = missed }
-            lookupsDone.signal()
-        }
-        let answered = try await offloaded { lookupsDone.wait(timeout: .now() + 20) == .success }
-        releaseLock.signal()
-        #expect(answered)
-        if !answered { try await offloaded { lookupsDone.wait() } }
-        #expect(allMissed.withLock { $0 } == true)
-        // An identifier the index has is read under the lock, once it is free.
-        #expect(isSameBytes(cache.entry(for: "present")?.complete?.data, stored.data))
-        #expect(cache.peek(identifier: "present")?.dimensions.width == 50)
-        #expect(cache.completeEntryInfo(for: "present")?.bytes == stored.data.count)
     }
 }

@@ -15,9 +15,8 @@ import Foundation
 /// - Opening reads totals from the index, never scans the directory; leftovers of crashed writes are removed
 ///   in the background. Last-access updates are batched.
 ///
-/// Thread-safe: every method takes the disk caches' lock (shared by all pipelines, as TIP's disk queue is),
-/// except a lookup of an identifier the index does not have, which a reader connection answers without it
-/// (`DiskCacheIndexReaders`). Do not call it from the delegate queue.
+/// Thread-safe: every method takes the disk caches' lock (shared by all pipelines, as TIP's disk queue is).
+/// Do not call it from the delegate queue.
 public final class DiskCache: @unchecked Sendable {
     // @unchecked: `index`, `pendingTouches`, `spareFiles` and the files are used only under `pool`'s lock (a
     // write's own temp file aside, see `write(_:row:key:if:published:)`).
@@ -28,8 +27,6 @@ public final class DiskCache: @unchecked Sendable {
     let pool: DiskCachePool
     let fileSystem: any CacheFileSystem
     let index: DiskCacheIndex
-    /// Connections that tell a lookup, without the lock, that the index has no row of an identifier.
-    let readers: DiskCacheIndexReaders
     var pendingTouches: [EntryKey: Date] = [:]
     /// Files of deleted entries kept for the next writes to write over (`_locked_keepSpareFile`), with their sizes.
     var spareFiles: [(path: String, bytes: Int)] = []
@@ -49,7 +46,6 @@ public final class DiskCache: @unchecked Sendable {
         self.fileSystem = fileSystem
         try fileSystem.createDirectory(directory)
         index = try DiskCacheIndex(path: directory + "/%index.sqlite")
-        readers = DiskCacheIndexReaders(path: directory + "/%index.sqlite")
         let (bytes, count) = try index.totals()
         pool.withLock {
             pool._locked_register(self, owner: owner, bytes: bytes, count: count)
@@ -83,7 +79,6 @@ public final class DiskCache: @unchecked Sendable {
     /// file does not match the index is deleted and reported.
     public func entry(for identifier: String, now: Date = Date()) -> CacheEntry? {
         DelegateQueueDiagnostics.noteHeavyWork()
-        guard readers.mayHaveRow(identifier: identifier) else { return nil }
         let completeKey = EntryKey(identifier: identifier, partial: false), partialKey = EntryKey(identifier: identifier, partial: true)
         let (complete, partial) = pool.withLock { (_locked_read(completeKey, now: now), _locked_read(partialKey, now: now)) }
         let entry = CacheEntry(
@@ -100,7 +95,6 @@ public final class DiskCache: @unchecked Sendable {
     /// must not move this pipeline's entry in its LRU order).
     public func peek(identifier: String, now: Date = Date()) -> CachedImageData? {
         DelegateQueueDiagnostics.noteHeavyWork()
-        guard readers.mayHaveRow(identifier: identifier, partial: false) else { return nil }
         let key = EntryKey(identifier: identifier, partial: false)
         let read = pool.withLock { _locked_read(key, now: now, touch: false) }
         return checked(read, key: key).map { row, data in row.cachedImage(data, lastAccess: row.lastAccess) }
@@ -110,8 +104,7 @@ public final class DiskCache: @unchecked Sendable {
     /// or it expired (then deleted). Refreshes its last access as a read does; for tiers that hold the image in
     /// another form (``RenditionTables``) and only need to know the entry is still there and which it is.
     public func completeEntryInfo(for identifier: String, now: Date = Date()) -> DiskCacheEntryInfo? {
-        guard readers.mayHaveRow(identifier: identifier, partial: false) else { return nil }
-        return pool.withLock {
+        pool.withLock {
             let key = EntryKey(identifier: identifier, partial: false)
             guard let row = _locked_unexpiredRow(key, now: now) else { return nil }
             if row.updatesExpiry { _locked_touch(key, at: now) }

@@ -91,24 +91,6 @@ final class DiskCacheIndex {
         try DiskCacheIndexSchema.migrate(database)
     }
 
-    /// A second connection to the index at `path` (created by the first), that only reads: see
-    /// ``DiskCacheIndexReaders``.
-    init(readingFrom path: String) throws(DiskCacheError) {
-        database = try SQLiteDatabase(path: path, readOnly: true)
-    }
-
-    /// Whether a row has `identifier`: of either part when `partial` is `nil`, else of that part.
-    func hasRow(identifier: String, partial: Bool?) throws(DiskCacheError) -> Bool {
-        let found: (SQLiteDatabase.Statement) throws(DiskCacheError) -> Bool = { statement throws(DiskCacheError) in
-            try statement.step()
-        }
-        guard let partial else {
-            return try database.query("SELECT 1 FROM entries WHERE identifier = ? LIMIT 1", [.text(identifier)], found)
-        }
-        return try database.query("SELECT 1 FROM entries WHERE identifier = ? AND partial = ?",
-                                  [.text(identifier), .integer(partial ? 1 : 0)], found)
-    }
-
     /// Bytes and rows of the whole index.
     func totals() throws(DiskCacheError) -> (bytes: Int, count: Int) {
         try database.query("SELECT COALESCE(SUM(bytes), 0), COUNT(*) FROM entries") { statement throws(DiskCacheError) in

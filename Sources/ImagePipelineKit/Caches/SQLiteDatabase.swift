@@ -25,12 +25,8 @@ final class SQLiteDatabase {
 
     /// Opens (creating) the database at `path` in WAL mode: readers never block the writer, and a crash
     /// leaves the last committed transaction intact.
-    ///
-    /// With `readOnly`, opens an existing database to read it only (`PRAGMA query_only`): a second connection
-    /// that answers queries while the first one is busy. It still takes WAL's shared-memory read locks, which
-    /// needs the database's files to be writable.
-    init(path: String, readOnly: Bool = false) throws(DiskCacheError) {
-        let flags = (readOnly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+    init(path: String) throws(DiskCacheError) {
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
             sqlite3_close(handle)
@@ -38,10 +34,6 @@ final class SQLiteDatabase {
             throw .index(message)
         }
         sqlite3_busy_timeout(handle, 2000)
-        if readOnly {
-            try execute("PRAGMA query_only=1")
-            return
-        }
         try execute("PRAGMA journal_mode=WAL")
         // NORMAL in WAL mode: a power cut may lose the last transactions, never consistency.
         try execute("PRAGMA synchronous=NORMAL")
