@@ -145,15 +145,33 @@ struct PipelineBench: AsyncParsableCommand {
         try await originLoops.shutdownGracefully()
         let anchorBefore = ProcessCPUSnapshot.now()
         let anchor = try Self.directDecodeRate(photos: photos, count: images, target: target, threads: threads)
-        let anchorCPU = (ProcessCPUSnapshot.now().process - anchorBefore.process) / Double(images) * 1e6
+        let anchorAfter = ProcessCPUSnapshot.now()
+        let anchorCPU = (anchorAfter.process - anchorBefore.process) / Double(images) * 1e6
         let pipelineCPU = (cpu.after.process - cpu.before.process) / Double(images) * 1e6
         let originCPU = (cpu.after.originLoops - cpu.before.originLoops) / Double(images) * 1e6
         let plural = threads == 1 ? "" : "s"
         print(String(format: "anchor:   the same decodes at 256 px from memory on %d thread%@ = %.0f images/s", threads, plural, anchor))
         print(String(format: "CPU per image: the pipeline %.0f us (its process, less the loopback origin's %.0f us), the bare decodes %.0f us: %.2fx",
                      pipelineCPU - originCPU, originCPU, anchorCPU, anchorCPU / max(pipelineCPU - originCPU, 1)))
+        if let fetchStart = cpu.before.cores, let fetchEnd = cpu.after.cores, let decodeStart = anchorBefore.cores,
+           let decodeEnd = anchorAfter.cores {
+            printCoreShares(fetching: fetchEnd.shares(since: fetchStart), decoding: decodeEnd.shares(since: decodeStart))
+        }
         print(String(format: "B12 pipeline: %.0f images/s, %.2fx the direct decodes on %d thread%@ (targets: >= 250 images/s on two cores, >= 0.85x)",
                      rate, rate / anchor, threads, plural))
+    }
+
+    /// How busy the cores were while fetching and while decoding bare: idle cores while fetching mean that
+    /// something other than CPU held the fetches up.
+    private func printCoreShares(fetching: (busy: Double, idle: Double, steal: Double),
+                                 decoding: (busy: Double, idle: Double, steal: Double)) {
+        var line = String(format: "cores: the %d this process may run on were %.0f%% busy, %.0f%% idle while fetching; ",
+                          CoreTimes.allowedCores.count, fetching.busy * 100, fetching.idle * 100)
+        line += String(format: "%.0f%% busy, %.0f%% idle during the bare decodes", decoding.busy * 100, decoding.idle * 100)
+        if fetching.steal + decoding.steal > 0.005 {
+            line += String(format: " (taken by the hypervisor: %.0f%% and %.0f%%)", fetching.steal * 100, decoding.steal * 100)
+        }
+        print(line)
     }
 
     /// Images/s of a cold pipeline with `threads` decode slots fetching every image once, and the process's

@@ -42,6 +42,8 @@ struct ProcessCPUSnapshot {
     var clientLoops: Double
     /// The loopback origin's event loops: a group of its own (threads named `NIO-ELT-…`).
     var originLoops: Double
+    /// What the cores the process may run on did (see ``CoreTimes``).
+    var cores: CoreTimes?
 
     static func now() -> ProcessCPUSnapshot {
         var usage = rusage()
@@ -49,7 +51,7 @@ struct ProcessCPUSnapshot {
         let process = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
         return ProcessCPUSnapshot(process: process, clientLoops: threadSeconds(namedWith: "NIO-SGLTN-"),
-                                  originLoops: threadSeconds(namedWith: "NIO-ELT-"))
+                                  originLoops: threadSeconds(namedWith: "NIO-ELT-"), cores: CoreTimes.now())
     }
 
     /// The CPU seconds of the threads whose names start with `prefix` (event loops live as long as their
