@@ -113,6 +113,11 @@ struct PipelineBench: AsyncParsableCommand {
     var downloads: Int?
 
     @Option(help: ArgumentHelp(
+        "Event-loop threads of the loopback origin (default: 1); more, to see whether one origin thread holds the fetches up on many cores.",
+        valueName: "count"))
+    var originThreads = 1
+
+    @Option(help: ArgumentHelp(
         "Limit of the disk cache in MB (default: the configuration's); 0 stores nothing on disk, to see what the disk write costs.",
         valueName: "MB"))
     var diskCacheMb: Int?
@@ -128,10 +133,11 @@ struct PipelineBench: AsyncParsableCommand {
     func run() async throws {
         guard threads > 0 else { throw ValidationError("--threads: a positive number") }
         guard downloadSlots > 0 else { throw ValidationError("--downloads: a positive number") }
+        guard originThreads > 0 else { throw ValidationError("--origin-threads: a positive number") }
         let sources = ["skimage-hubble_deep_field.jpg", "skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-chelsea.png"]
         let photos = try sources.map { try BenchImages.photoJPEG(width: 1920, height: 1080, from: $0) }
         // The origin serves from event loops of its own, so that its CPU time can be told from the client's.
-        let originLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let originLoops = MultiThreadedEventLoopGroup(numberOfThreads: originThreads)
         let server = try await ImageOriginServer.start(port: 0, eventLoopGroup: originLoops)
         server.setRequestLogCapacity(16)
         for index in 0..<images {
