@@ -24,7 +24,7 @@
 
 enum { MAX_KEYS = 4096, MAX_BUCKETS = 100000, MAX_RUNNABLE = 256, STAT_FIELDS = 6 };
 
-static char keys[MAX_KEYS][96];
+static char keys[MAX_KEYS][200];
 static long keyCounts[MAX_KEYS];
 static int keyCount;
 static long runnableHistogram[MAX_RUNNABLE + 1];
@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
         int most = shown;
         for (int i = shown + 1; i < keyCount; i++) if (keyCounts[i] > keyCounts[most]) most = i;
         long countAtMost = keyCounts[most];
-        char keyAtMost[96];
+        char keyAtMost[200];
         memcpy(keyAtMost, keys[most], sizeof keyAtMost);
         keyCounts[most] = keyCounts[shown]; memcpy(keys[most], keys[shown], sizeof keys[0]);
         keyCounts[shown] = countAtMost; memcpy(keys[shown], keyAtMost, sizeof keys[0]);
