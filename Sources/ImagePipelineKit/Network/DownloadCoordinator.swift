@@ -35,7 +35,8 @@ public final class DownloadCoordinator: @unchecked Sendable {
     private var joins = 0
     /// Downloads that succeeded whose owner has not yet stored the image (see `sharesResultUntilStored`). The
     /// owner is only named, not held: holding it would keep its fetch, and the fetch's pipeline, alive.
-    private var unstored: [ImageDownloadRequest.SharingKey: (result: DownloadResult, owner: ObjectIdentifier)] = [:]
+    private var unstored: [ImageDownloadRequest.SharingKey: (result: DownloadResult, owner: ObjectIdentifier,
+                                                             expiry: DeadlineTimer.Token)] = [:]
     /// How long an unstored result is kept when its owner never says it stored it (it failed, or went away).
     static let unstoredResultLifetime: DispatchTimeInterval = .seconds(5)
 
@@ -94,7 +95,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
             download._queue_updatePriority()
             return
         }
-        if let key, let (result, _) = unstored[key] {
+        if let key, let (result, _, _) = unstored[key] {
             joins += 1
             _queue_replay(result, to: attachment)
             return
@@ -136,15 +137,21 @@ public final class DownloadCoordinator: @unchecked Sendable {
     /// Keeps a successful download's result for identical loads until `owner` stored it (or a while passed).
     func _queue_keepUnstored(_ result: DownloadResult, key: ImageDownloadRequest.SharingKey, owner: DownloadAttachment) {
         let owner = ObjectIdentifier(owner)
-        unstored[key] = (result, owner)
-        queue.asyncAfter(deadline: .now() + Self.unstoredResultLifetime) { [weak self] in
-            guard let self, unstored[key]?.owner == owner else { return }
-            unstored[key] = nil
+        let expiry = DeadlineTimer.shared.schedule(after: Self.unstoredResultLifetime) { [weak self] in
+            guard let self else { return }
+            queue.async {
+                guard self.unstored[key]?.owner == owner else { return }
+                self.unstored[key] = nil
+            }
         }
+        if let replaced = unstored.updateValue((result, owner, expiry), forKey: key) { DeadlineTimer.shared.cancel(replaced.expiry) }
     }
 
     func _queue_resultStored(by owner: DownloadAttachment) {
-        for (key, entry) in unstored where entry.owner == ObjectIdentifier(owner) { unstored[key] = nil }
+        for (key, entry) in unstored where entry.owner == ObjectIdentifier(owner) {
+            DeadlineTimer.shared.cancel(entry.expiry)
+            unstored[key] = nil
+        }
     }
 
     /// A finished download's events for a load that came after its end: response, every byte, success (not

@@ -23,8 +23,9 @@ import PipelineLocking
 /// are dropped and the completion becomes ``DownloadError/cancelled``. Limits and timeouts never replace a
 /// completion the transport already reported.
 package final class DownloadDelivery: Sendable {
-    /// The download's serial queue: the timer runs here, and the backlog drains here unless the transport's
-    /// thread drains it (see `deliversOnTransportThread`).
+    /// The download's serial queue: the timeouts are checked here (when ``DeadlineTimer`` says one may have
+    /// passed), and the backlog drains here unless the transport's thread drains it (see
+    /// `deliversOnTransportThread`).
     package let queue: DispatchQueue
     private let limits: DownloadLimits
     private let deliversOnTransportThread: Bool
@@ -50,6 +51,9 @@ package final class DownloadDelivery: Sendable {
         var backlog: [@Sendable () -> Void] = []
         /// Whether a thread is draining the backlog, or a drain is queued: then new events only join the backlog.
         var draining = false
+        /// The next check of the timeouts, in the process's one ``DeadlineTimer``; taken out once the
+        /// completion is delivered.
+        var timer: DeadlineTimer.Token?
     }
 
     private enum Completion {
@@ -276,6 +280,8 @@ package final class DownloadDelivery: Sendable {
             state.delegate = nil
             state.task = nil
             state.stopTransport = nil
+            if let timer = state.timer { DeadlineTimer.shared.cancel(timer) }
+            state.timer = nil
             return (delegate, task, error)
         }
         guard let (delegate, task, error) = target else { return }
@@ -288,9 +294,11 @@ package final class DownloadDelivery: Sendable {
         // Clamped to an hour (the check reschedules itself), so a huge timeout cannot overflow the conversion.
         let delay = min(max(delay, .milliseconds(1)), .seconds(3600))
         let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
-        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
-            self?._queue_checkTimers()
+        let timer = DeadlineTimer.shared.schedule(after: .nanoseconds(nanoseconds)) { [weak self] in
+            guard let self else { return }
+            queue.async { self._queue_checkTimers() }
         }
+        state.withLock { $0.timer = timer }
     }
 
     // Runs on the download's queue. Reschedules itself for the nearest deadline until the download ends.
