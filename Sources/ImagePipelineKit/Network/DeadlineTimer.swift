@@ -36,6 +36,10 @@ final class DeadlineTimer: @unchecked Sendable {
         source.activate()
     }
 
+    deinit {
+        source.cancel()
+    }
+
     /// Calls `fire` once `delay` has passed, unless the returned token is cancelled before.
     @discardableResult
     func schedule(after delay: DispatchTimeInterval, _ fire: @escaping @Sendable () -> Void) -> Token {
