@@ -4,9 +4,9 @@ import PipelineLocking
 /// One timer for the deadlines of every download in the process: connect, idle and total timeouts, transfer-rate
 /// windows, and how long a download's result is kept for a fetch that has not stored it yet.
 ///
-/// A deadline per download on its own timer (`asyncAfter`) cost a timer source and a wake-up of libdispatch's
-/// timer thread at every download's start, and another when it fired, long after most downloads had ended. Here
-/// a deadline is a row in a table. The one timer is set again only when a deadline comes before the one it is
+/// A timer per download (`asyncAfter`) would cost a timer source and a wake-up of libdispatch's timer thread at
+/// every download's start, and another when it fires, usually long after the download ended. Here a deadline
+/// is a row in a table. The one timer is set again only when a deadline comes before the one it is
 /// set for, which a download's does not when every download has the same timeouts; a deadline whose download
 /// ended is taken out (``cancel(_:)``) and never fires.
 ///
