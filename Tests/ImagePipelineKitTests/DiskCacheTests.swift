@@ -20,7 +20,12 @@ final class FillingFileSystem: ForwardingCacheFileSystem, @unchecked Sendable {
     }
 }
 
-/// A file system that notes, at each unlink, whether another thread could take the disk lock at that moment.
+/// A file system that notes, at each unlink of a file, whether another thread could take the disk lock at that
+/// moment.
+///
+/// A remove of a name that is no longer there is not counted: the cache's background sweep lists the directory
+/// and, when it runs late (a loaded machine), may ask to remove a name it listed before that entry was evicted
+/// and its file renamed away. Nothing is unlinked then.
 final class LockProbingFileSystem: ForwardingCacheFileSystem, @unchecked Sendable {
     // @unchecked: immutable but for the atomic counters.
     private let pool: DiskCachePool
@@ -28,6 +33,7 @@ final class LockProbingFileSystem: ForwardingCacheFileSystem, @unchecked Sendabl
     let removalsHoldingLock = Atomic<Int>(0)
     init(pool: DiskCachePool) { self.pool = pool }
     func remove(_ path: String) {
+        guard access(path, F_OK) == 0 else { return }
         removals.add(1, ordering: .relaxed)
         let taken = DispatchSemaphore(value: 0)
         DispatchQueue.global().async { [pool] in pool.withLock {}; taken.signal() }
