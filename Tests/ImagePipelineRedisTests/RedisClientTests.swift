@@ -1,4 +1,5 @@
 import Foundation
+import ImageOriginServer
 import ImagePipelineKit
 import ImagePipelineRedis
 import NIOCore
@@ -15,6 +16,35 @@ struct RedisClientTests {
         do { try await body(server) } catch { failure = error }
         await server.stop()
         if let failure { throw failure }
+    }
+
+    @Test("A redis-server started here holds none of this process's sockets: a server closed here stops listening")
+    func childInheritsNoSockets() async throws {
+        let origin = try await ImageOriginServer.start(port: 0)
+        let port = origin.port
+        #expect(Self.connects(to: port))
+        try await withServer { _ in
+            // The redis-server started while the origin listened; had it inherited the listening socket, that
+            // socket would outlive the origin's shutdown and still take connections.
+            try await origin.shutdown()
+            #expect(!Self.connects(to: port))
+        }
+    }
+
+    /// Whether a TCP connection to 127.0.0.1:`port` is accepted (by the kernel: a listening socket's backlog).
+    private static func connects(to port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
     }
 
     @Test("SET and GET round-trip bytes over TCP, with AUTH")
