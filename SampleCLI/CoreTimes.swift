@@ -27,8 +27,11 @@ struct CoreTimes {
         return times
     }
 
-    /// The shares of busy, idle and stolen time between `earlier` and this reading (fractions of 1).
-    func shares(since earlier: CoreTimes) -> (busy: Double, idle: Double, steal: Double) {
+    /// Busy, idle and stolen time as fractions of the cores' time between two readings.
+    typealias Shares = (busy: Double, idle: Double, steal: Double)
+
+    /// The shares of busy, idle and stolen time between `earlier` and this reading.
+    func shares(since earlier: CoreTimes) -> Shares {
         let busy = Double(self.busy - earlier.busy), idle = Double(self.idle - earlier.idle)
         let steal = Double(self.steal - earlier.steal)
         let total = max(busy + idle + steal, 1)

@@ -169,8 +169,7 @@ struct PipelineBench: AsyncParsableCommand {
 
     /// How busy the cores were while fetching and while decoding bare: idle cores while fetching mean that
     /// something other than CPU held the fetches up.
-    private func printCoreShares(fetching: (busy: Double, idle: Double, steal: Double),
-                                 decoding: (busy: Double, idle: Double, steal: Double)) {
+    private func printCoreShares(fetching: CoreTimes.Shares, decoding: CoreTimes.Shares) {
         var line = String(format: "cores: the %d this process may run on were %.0f%% busy, %.0f%% idle while fetching; ",
                           CoreTimes.allowedCores.count, fetching.busy * 100, fetching.idle * 100)
         line += String(format: "%.0f%% busy, %.0f%% idle during the bare decodes", decoding.busy * 100, decoding.idle * 100)

@@ -298,7 +298,14 @@ package final class DownloadDelivery: Sendable {
             guard let self else { return }
             queue.async { self._queue_checkTimers() }
         }
-        state.withLock { $0.timer = timer }
+        // A check that decided to wait just as the completion was delivered comes too late to be kept: the
+        // timer's table holds the deadlines of running downloads only.
+        let ended = state.withLock { state -> Bool in
+            if case .delivered = state.completion { return true }
+            state.timer = timer
+            return false
+        }
+        if ended { DeadlineTimer.shared.cancel(timer) }
     }
 
     // Runs on the download's queue. Reschedules itself for the nearest deadline until the download ends.
