@@ -1,0 +1,166 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Foundation
+import ImagePipelineKit
+import PipelineLocking
+
+/// The least a cold fetch that keeps a disk copy can cost here, for `bench pipeline` to set the pipeline
+/// against: on each of `threads` threads, one blocking keep-alive HTTP/1.1 connection to the same loopback
+/// origin; per image, a `GET`, the body read into a buffer sized from `Content-Length`, the bytes written to a
+/// new file under their final name, and the same decode at 256 px as the bare-decode anchor.
+///
+/// Nothing a cache needs beyond that: no index, no checksum, no rename, no memory or rendered cache, no
+/// sharing of downloads or decodes, no progress, no timeouts. What the pipeline spends above this is its own;
+/// what this spends above the bare decodes, any fetch with a disk copy pays on this machine.
+enum HandWrittenFetch {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Images/s of fetching every one of `paths` once from `port` on loopback, writing each into `directory`.
+    static func rate(port: Int, paths: [String], directory: URL, target: TargetSizing, threads: Int) throws -> Double {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let next = Locked(0)
+        let failure = Locked<(any Error)?>(nil)
+        let group = DispatchGroup()
+        let started = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<threads {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    let connection = try LoopbackHTTPConnection(port: port)
+                    defer { connection.close() }
+                    while true {
+                        let index = next.withLock { value -> Int in defer { value += 1 }; return value }
+                        guard index < paths.count else { return }
+                        let body = try connection.get(paths[index])
+                        try writeNewFile(body, at: directory.appendingPathComponent("\(index)").path)
+                        _ = try CodecCatalogue.shared.decode(body, target: target)
+                    }
+                } catch {
+                    failure.withLock { $0 = error }
+                }
+            }
+        }
+        group.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
+        return Double(paths.count) / (Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+    }
+
+    /// Creates `path` and writes `bytes` into it (no flush, as the pipeline's disk cache does not flush).
+    private static func writeNewFile(_ bytes: Data, at path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw Failure(description: "open \(path): errno \(errno)") }
+        defer { _ = Glibc.close(descriptor) }
+        try bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                guard written > 0 else { throw Failure(description: "write \(path): errno \(errno)") }
+                offset += written
+            }
+        }
+    }
+}
+
+/// One blocking HTTP/1.1 connection to 127.0.0.1, kept alive across requests: just enough HTTP for bodies
+/// with a `Content-Length` and a `200` status.
+final class LoopbackHTTPConnection {
+    private let descriptor: Int32
+    private let port: Int
+
+    init(port: Int) throws {
+        self.port = port
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw HandWrittenFetch.Failure(description: "socket: errno \(errno)") }
+        var noDelay: Int32 = 1
+        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            let code = errno
+            _ = Glibc.close(descriptor)
+            throw HandWrittenFetch.Failure(description: "connect to port \(port): errno \(code)")
+        }
+    }
+
+    func close() { _ = Glibc.close(descriptor) }
+
+    /// The body of `GET path`, which must answer `200` with a `Content-Length`.
+    func get(_ path: String) throws -> Data {
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAccept: image/jpeg\r\n\r\n".utf8)
+        try request.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let sent = send(descriptor, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                guard sent > 0 else { throw HandWrittenFetch.Failure(description: "send: errno \(errno)") }
+                offset += sent
+            }
+        }
+        var head: [UInt8] = []
+        var headEnd: Int?
+        while headEnd == nil {
+            headEnd = Self.endOfHead(in: head)
+            if headEnd == nil { head += try receive(atMost: 4096) }
+        }
+        let headText = String(decoding: head[..<headEnd!], as: UTF8.self)
+        guard headText.hasPrefix("HTTP/1.1 200") else {
+            throw HandWrittenFetch.Failure(description: "GET \(path): \(headText.prefix { $0 != "\r" })")
+        }
+        guard let length = Self.contentLength(in: headText), length <= 64 << 20 else {
+            throw HandWrittenFetch.Failure(description: "GET \(path): no usable Content-Length")
+        }
+        // Straight into the body's own storage. Requests go one at a time, so what came after the head is
+        // the start of this body.
+        let storage = UnsafeMutableRawPointer.allocate(byteCount: max(length, 1), alignment: 16)
+        let early = head[(headEnd! + 4)...].prefix(length)
+        storage.copyMemory(from: Array(early), byteCount: early.count)
+        var filled = early.count
+        while filled < length {
+            let received = recv(descriptor, storage + filled, length - filled, 0)
+            guard received > 0 else {
+                storage.deallocate()
+                throw HandWrittenFetch.Failure(description: "recv: connection ended (errno \(errno))")
+            }
+            filled += received
+        }
+        return Data(bytesNoCopy: storage, count: length, deallocator: .custom { pointer, _ in pointer.deallocate() })
+    }
+
+    private func receive(atMost count: Int) throws -> [UInt8] {
+        try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            let received = recv(descriptor, buffer.baseAddress!, count, 0)
+            guard received > 0 else { throw HandWrittenFetch.Failure(description: "recv: connection ended (errno \(errno))") }
+            initialized = received
+        }
+    }
+
+    private static func endOfHead(in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for index in 0...(bytes.count - 4)
+        where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+            return index
+        }
+        return nil
+    }
+
+    private static func contentLength(in head: String) -> Int? {
+        for line in head.split(separator: "\r\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "content-length" {
+                return Int(parts[1].trimmingCharacters(in: .whitespaces))
+            }
+        }
+        return nil
+    }
+}
