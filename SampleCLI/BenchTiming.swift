@@ -1,4 +1,6 @@
+import Dispatch
 import Foundation
+import PipelineLocking
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,6 +20,36 @@ enum Timing {
         var anchor: Percentiles?
 
         var ratio: Double? { anchor.map { ours.p50 / max($0.p50, 0.001) } }
+    }
+
+    /// Items per second of `count` items shared out over `threads` new threads: each thread makes its worker
+    /// once, then calls it with the next index not taken yet, until none is left. The first error stops every
+    /// thread and is thrown.
+    static func itemsPerSecond(count: Int, threads: Int,
+                               worker makeWorker: @escaping @Sendable () throws -> (Int) throws -> Void) throws -> Double {
+        let next = Locked(0)
+        let failure = Locked<(any Error)?>(nil)
+        let group = DispatchGroup()
+        let started = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<threads {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    let work = try makeWorker()
+                    while failure.withLock({ $0 == nil }) {
+                        let index = next.withLock { value -> Int in defer { value += 1 }; return value }
+                        guard index < count else { return }
+                        try work(index)
+                    }
+                } catch {
+                    failure.withLock { $0 = $0 ?? error }
+                }
+            }
+        }
+        group.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
+        return Double(count) / (Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
     }
 
     @inline(__always)

@@ -227,29 +227,9 @@ struct PipelineBench: AsyncParsableCommand {
 
     /// Images/s of decoding `count` of `photos` (in turn) at `target` on `threads` threads.
     private static func directDecodeRate(photos: [Data], count: Int, target: TargetSizing, threads: Int) throws -> Double {
-        let next = Locked(0)
-        let failure = Locked<(any Error)?>(nil)
-        let group = DispatchGroup()
-        let started = DispatchTime.now().uptimeNanoseconds
-        for _ in 0..<threads {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                while true {
-                    let index = next.withLock { value -> Int in defer { value += 1 }; return value }
-                    guard index < count else { return }
-                    do {
-                        _ = try CodecCatalogue.shared.decode(photos[index % photos.count], target: target)
-                    } catch {
-                        failure.withLock { $0 = error }
-                        return
-                    }
-                }
-            }
+        try Timing.itemsPerSecond(count: count, threads: threads) {
+            { index in _ = try CodecCatalogue.shared.decode(photos[index % photos.count], target: target) }
         }
-        group.wait()
-        if let error = failure.withLock({ $0 }) { throw error }
-        return Double(count) / (Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
     }
 }
 

@@ -1,10 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Foundation
 import ImagePipelineKit
-import PipelineLocking
 
 /// The least a cold fetch that keeps a disk copy can cost here, for `bench pipeline` to set the pipeline
 /// against: on each of `threads` threads, one blocking keep-alive HTTP/1.1 connection to the same loopback
@@ -22,32 +20,15 @@ enum HandWrittenFetch {
     /// Images/s of fetching every one of `paths` once from `port` on loopback, writing each into `directory`.
     static func rate(port: Int, paths: [String], directory: URL, target: TargetSizing, threads: Int) throws -> Double {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let next = Locked(0)
-        let failure = Locked<(any Error)?>(nil)
-        let group = DispatchGroup()
-        let started = DispatchTime.now().uptimeNanoseconds
-        for _ in 0..<threads {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                do {
-                    let connection = try LoopbackHTTPConnection(port: port)
-                    defer { connection.close() }
-                    while true {
-                        let index = next.withLock { value -> Int in defer { value += 1 }; return value }
-                        guard index < paths.count else { return }
-                        let body = try connection.get(paths[index])
-                        try writeNewFile(body, at: directory.appendingPathComponent("\(index)").path)
-                        _ = try CodecCatalogue.shared.decode(body, target: target)
-                    }
-                } catch {
-                    failure.withLock { $0 = error }
-                }
+        return try Timing.itemsPerSecond(count: paths.count, threads: threads) {
+            // One connection per thread, closed when the thread's worker goes.
+            let connection = try LoopbackHTTPConnection(port: port)
+            return { index in
+                let body = try connection.get(paths[index])
+                try writeNewFile(body, at: directory.appendingPathComponent("\(index)").path)
+                _ = try CodecCatalogue.shared.decode(body, target: target)
             }
         }
-        group.wait()
-        if let error = failure.withLock({ $0 }) { throw error }
-        return Double(paths.count) / (Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
     }
 
     /// Creates `path` and writes `bytes` into it (no flush, as the pipeline's disk cache does not flush).
@@ -66,8 +47,8 @@ enum HandWrittenFetch {
     }
 }
 
-/// One blocking HTTP/1.1 connection to 127.0.0.1, kept alive across requests: just enough HTTP for bodies
-/// with a `Content-Length` and a `200` status.
+/// One blocking HTTP/1.1 connection to 127.0.0.1, kept alive across requests and closed when it goes: just
+/// enough HTTP for bodies with a `Content-Length` and a `200` status.
 final class LoopbackHTTPConnection {
     private let descriptor: Int32
     private let port: Int
@@ -94,7 +75,7 @@ final class LoopbackHTTPConnection {
         }
     }
 
-    func close() { _ = Glibc.close(descriptor) }
+    deinit { _ = Glibc.close(descriptor) }
 
     /// The body of `GET path`, which must answer `200` with a `Content-Length`.
     func get(_ path: String) throws -> Data {
