@@ -83,22 +83,23 @@ static inline uint8_t ipk_clamp8(int32_t v) {
 
 IPK_VECTOR_CLONES
 int ipk_resample_rgba_premultiplied(const uint8_t *src, int src_w, int src_h, size_t src_stride,
-                                    uint8_t *dst, int dst_w, int dst_h, size_t dst_stride) {
+                                    uint8_t *dst, int dst_w, int dst_h, size_t dst_stride, uint8_t *scratch) {
     if (src_w < 1 || src_h < 1 || dst_w < 1 || dst_h < 1) return -1;
     ipk_kernel horizontal = {0}, vertical = {0};
     size_t src_row_bytes = (size_t)src_w * 4;
     /* Vertical first, over whole source rows (vectorised), so the costlier horizontal pass runs on dst_h rows
        rather than src_h. */
-    uint8_t *rows = malloc(src_row_bytes * (size_t)dst_h);
+    uint8_t *owned_rows = scratch ? NULL : malloc(src_row_bytes * (size_t)dst_h);
+    uint8_t *rows = scratch ? scratch : owned_rows;
     int32_t *sums = malloc(sizeof(int32_t) * src_row_bytes);
     if (!rows || !sums || ipk_kernel_make(&vertical, src_h, dst_h) != 0) {
-        free(rows);
+        free(owned_rows);
         free(sums);
         return -1;
     }
     if (ipk_kernel_make(&horizontal, src_w, dst_w) != 0) {
         ipk_kernel_free(&vertical);
-        free(rows);
+        free(owned_rows);
         free(sums);
         return -1;
     }
@@ -134,7 +135,7 @@ int ipk_resample_rgba_premultiplied(const uint8_t *src, int src_w, int src_h, si
     }
     ipk_kernel_free(&horizontal);
     ipk_kernel_free(&vertical);
-    free(rows);
+    free(owned_rows);
     free(sums);
     return 0;
 }

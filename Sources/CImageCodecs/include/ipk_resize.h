@@ -18,9 +18,13 @@
 
 /* Resamples premultiplied RGBA8 with a separable Catmull-Rom kernel in 14-bit fixed point, widened by the ratio
    when shrinking (every input pixel counts), edges clamped, colour never above alpha. Several times faster than
-   stb_image_resize's float filters, which it replaced. Returns 0, or -1 for empty sizes or when its buffers cannot be allocated. */
+   stb_image_resize's float filters, which it replaced. `scratch` holds the vertical pass's rows: at least
+   src_w x 4 x dst_h bytes the call may overwrite, or NULL to have them allocated and freed here. A caller that
+   resamples often passes reused memory: freshly allocated rows of that size are new pages to fault in, every
+   call, once the allocator has returned the last call's to the system. Returns 0, or -1 for empty sizes or
+   when its buffers cannot be allocated. */
 int ipk_resample_rgba_premultiplied(const uint8_t *src, int src_w, int src_h, size_t src_stride,
-                                    uint8_t *dst, int dst_w, int dst_h, size_t dst_stride);
+                                    uint8_t *dst, int dst_w, int dst_h, size_t dst_stride, uint8_t *scratch);
 
 /* Integer box reduction by `factor` in both axes (each output pixel averages factor x factor inputs;
    the last row/column averages what remains). dst is ceil(src_w/factor) x ceil(src_h/factor). */

@@ -18,12 +18,20 @@ extension Bitmap {
         let factor = max(1, min(width / size.width, height / size.height) / 2)
         let source = factor >= 2 ? try boxReduced(by: factor) : self
         if source.size == size { return source }
+        // The vertical pass's rows (a quarter of a megabyte for a photo's thumbnail) come from the pool: freshly
+        // allocated, they were new pages to fault in at every call, since the allocator hands memory that size
+        // back to the system when it is freed.
+        let (rowBytes, overflow) = (source.width * Self.bytesPerPixel).multipliedReportingOverflow(by: size.height)
+        guard !overflow else { throw ImageCodecError.limitExceeded(.pixels(size)) }
+        let scratch = BitmapBufferPool.shared.take(byteCount: rowBytes)
+        defer { BitmapBufferPool.shared.give(scratch) }
         return try source.withUnsafeBytes { src in
             try Bitmap(width: size.width, height: size.height) { dst, dstStride in
                 let status = ipk_resample_rgba_premultiplied(
                     src.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(source.width),
                     Int32(source.height), source.bytesPerRow,
-                    dst.assumingMemoryBound(to: UInt8.self), Int32(size.width), Int32(size.height), dstStride)
+                    dst.assumingMemoryBound(to: UInt8.self), Int32(size.width), Int32(size.height), dstStride,
+                    scratch.pointer.assumingMemoryBound(to: UInt8.self))
                 if status != 0 { throw ImageCodecError.limitExceeded(.dimension(size)) }
             }
         }
