@@ -1,6 +1,7 @@
 import Foundation
 import ImageOriginServer
 import ImagePipelineKit
+import PipelineLocking
 import Testing
 import TestSupport
 
@@ -36,6 +37,33 @@ struct ProgressiveTests {
             let lastScan = try #require(delegate.events.lastIndex(of: .progressiveScan))
             #expect(lastScan < delegate.events.count - 1 && delegate.events.last == .final(.network))
             #expect(operation.metrics?.info(for: .network)?.result == .hitFinal)
+        }
+    }
+
+    @Test("The final image of a download shown scan by scan is the scans' session's last pass: no second decode, the same pixels")
+    func finalFromScansSession() async throws {
+        let data = try Data(contentsOf: Self.images.appendingPathComponent("skimage-astronaut-progressive.jpg"))
+        let counting = OneShotCountingJPEGCodec(counting: data)
+        CodecCatalogue.shared.setCodec(counting)
+        defer { CodecCatalogue.shared.setCodec(JPEGCodec()) }
+        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+            _ = try Self.serve("skimage-astronaut-progressive.jpg", at: "/p.jpg", h, bytesPerSecond: 50_000)
+            let target = PixelSize(width: 128, height: 128)
+            let shown = RecordingFetchDelegate(loadsProgressively: true)
+            let operation = h.pipeline.operation(with: h.request("/p.jpg", identifier: "P", target: target), delegate: shown)
+            h.pipeline.fetchImage(with: operation)
+            #expect(try await eventually(timeout: .seconds(20)) { operation.isFinished })
+            #expect(!shown.incrementalImages.isEmpty, "\(shown.events)")
+            #expect(counting.oneShotDecodes.withLock { $0 } == 0)
+            let final = try #require(operation.finalResult)
+            let alone = try JPEGDecoder().decode(data, target: TargetSizing(dimensions: target), configuration: DecoderConfiguration())
+            #expect(final.image.dimensions == alone.container.dimensions)
+            #expect(final.image.bitmap.withUnsafeBytes { Data($0) } == alone.container.bitmap.withUnsafeBytes { Data($0) })
+
+            // Without the scans there is no session to finish: the bytes are decoded once, on their own.
+            let (declined, _) = await h.fetch(h.request("/p.jpg", identifier: "Q", target: target))
+            #expect(declined.incrementalImages.isEmpty && declined.events.last == .final(.network))
+            #expect(counting.oneShotDecodes.withLock { $0 } == 1)
         }
     }
 
@@ -85,5 +113,32 @@ struct ProgressiveTests {
             #expect(final.image.isAnimated && frame.result.image.dimensions == final.image.dimensions)
             #expect(!frame.result.image.isAnimated)
         }
+    }
+}
+
+/// libjpeg-turbo's codec, counting the one-shot decodes of one file's bytes (other tests decode other JPEGs
+/// meanwhile through the same catalogue).
+private final class OneShotCountingJPEGCodec: ImageCodec, ImageDecoder, @unchecked Sendable {
+    // @unchecked: the counter is locked; the bytes are never changed.
+    let oneShotDecodes = Locked(0)
+    private let counted: Data
+    private let real = JPEGDecoder()
+
+    init(counting data: Data) { counted = data }
+
+    var imageType: ImageType { .jpeg }
+    var decoder: any ImageDecoder { self }
+    var encoder: (any ImageEncoder)? { JPEGEncoder() }
+    var supportsProgressiveDecoding: Bool { real.supportsProgressiveDecoding }
+
+    func detect(_ data: Data, isComplete: Bool) -> ImageDetection { real.detect(data, isComplete: isComplete) }
+
+    func makeSession(configuration: DecoderConfiguration, expectedByteCount: Int?) -> any ImageDecodingSession {
+        real.makeSession(configuration: configuration, expectedByteCount: expectedByteCount)
+    }
+
+    func decode(_ data: Data, target: TargetSizing, configuration: DecoderConfiguration) throws -> DecodedImage {
+        if data == counted { oneShotDecodes.withLock { $0 += 1 } }
+        return try real.decode(data, target: target, configuration: configuration)
     }
 }

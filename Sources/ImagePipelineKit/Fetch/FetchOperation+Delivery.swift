@@ -78,15 +78,21 @@ extension FetchOperation {
     }
 
     /// Decodes `data` at the target, timed for the decode-duration metric; stopped at the codec's checkpoints
-    /// when `interruption` says so (``ImageCodecError/interrupted``).
-    func _queue_decode(_ data: Data, interruption: DecodeInterruption? = nil) throws -> DecodedImage {
+    /// when `interruption` says so (``ImageCodecError/interrupted``). With `finishingIncremental` (`data` is
+    /// what this fetch downloaded), the session that showed the image while it loaded gives the image instead
+    /// when it read every byte (see `_queue_finishIncremental`).
+    func _queue_decode(_ data: Data, interruption: DecodeInterruption? = nil,
+                       finishingIncremental: Bool = false) throws -> DecodedImage {
         let started = ContinuousClock.now
         let claim = pipeline.configuration.decodeMemoryBudget.claim(waits: true)
         decodeClaims.append(claim)
         let decoded = try DecodeInterruption.$current.withValue(interruption) {
             try DecodeMemoryBudget.Claim.$current.withValue(claim) {
                 try pipeline.configuration.measuring(.decode) {
-                    try CodecCatalogue.shared.decode(data, target: plan.target, configuration: plan.decoderConfiguration)
+                    if finishingIncremental, let finished = try _queue_finishIncremental(byteCount: data.count) {
+                        return finished
+                    }
+                    return try CodecCatalogue.shared.decode(data, target: plan.target, configuration: plan.decoderConfiguration)
                 }
             }
         }
@@ -104,7 +110,7 @@ extension FetchOperation {
     /// With `shortcut`, a fetch that would decode on its own first looks for a rendition of these bytes in the
     /// rendered cache and delivers that instead (see ``RenditionShortcut``).
     func _queue_decodeShared(_ data: Data, ifAborted aborted: (@Sendable () -> Void)? = nil,
-                             unlessRendered shortcut: RenditionShortcut? = nil,
+                             unlessRendered shortcut: RenditionShortcut? = nil, finishingIncremental: Bool = false,
                              then body: @escaping @Sendable (SharedDecodes.Outcome) -> Void) {
         let key = plan.keys.decodeKey(byteCount: data.count)
         let decodes = pipeline.sharedDecodes
@@ -126,7 +132,8 @@ extension FetchOperation {
                                          rendition = found
                                          throw RenditionShortcut.Taken()
                                      }
-                                     return try _queue_decode(data, interruption: interruption)
+                                     return try _queue_decode(data, interruption: interruption,
+                                                              finishingIncremental: finishingIncremental)
                                  },
                                  sharing: turn) { [self] outcome, turn in
             let run: @Sendable () -> Void = { [self] in
@@ -134,7 +141,8 @@ extension FetchOperation {
                 // A decode stopped for its own fetch, or not made since a rendition was found, is this fetch's to
                 // make (or to find the same rendition).
                 if Self.wasInterrupted(outcome) || Self.tookRendition(outcome) {
-                    return _queue_decodeShared(data, ifAborted: aborted, unlessRendered: shortcut, then: body)
+                    return _queue_decodeShared(data, ifAborted: aborted, unlessRendered: shortcut,
+                                               finishingIncremental: finishingIncremental, then: body)
                 }
                 body(outcome)
             }

@@ -104,7 +104,8 @@ extension FetchOperation {
                 _queue_networkSucceeded(result, rendered: rendered)
             }
             // Fetches that shared the download share its decode too.
-            _queue_decodeShared(result.data, ifAborted: stored, unlessRendered: shortcut) { [self] outcome in
+            _queue_decodeShared(result.data, ifAborted: stored, unlessRendered: shortcut,
+                                finishingIncremental: true) { [self] outcome in
                 switch outcome {
                 case .success(let decoded):
                     _queue_networkSucceeded(result, decoded: decoded, whenStored: stored)

@@ -70,7 +70,11 @@ extension FetchOperation {
                   codec.decoder.supportsProgressiveDecoding || codec.supportsAnimation else {
                 return incremental.phase = .done
             }
-            let session = codec.decoder.makeSession(configuration: plan.decoderConfiguration, expectedByteCount: nil)
+            // Scans decode at the size they are shown, as the final decode does: JPEG's DCT scaling then skips
+            // most of each output pass of a thumbnail, and the session's last pass is the final image.
+            var configuration = plan.decoderConfiguration
+            configuration.preferredSizing = plan.target
+            let session = codec.decoder.makeSession(configuration: configuration, expectedByteCount: nil)
             incremental.phase = .decoding(session, type, pipeline.configuration.decodeMemoryBudget.claim(waits: false))
             incremental.pending = Data()
             _queue_append(bytes, to: session, type: type, progress: progress)
@@ -160,6 +164,31 @@ extension FetchOperation {
         shared.withLock { $0.progressiveResult = frame }
         metricsRecorder.hitProgressFrame()
         _queue_tellDelegate { $0.fetchOperation(self, didLoadFirstAnimatedImageFrame: frame, progress: progress) }
+    }
+
+    /// The final image from the session that showed the download while it loaded, when that session was given
+    /// every one of its `byteCount` bytes and is still decoding (its progressive scans were shown, or it is a
+    /// still image of a format that animates). It has read every scan or frame already, and a progressive JPEG's
+    /// session has even made its last, full-quality pass: the image is one render away, where a new decode
+    /// would read everything again. `nil` when there is no such session or it cannot finish; the caller then
+    /// decodes afresh. Throws only ``ImageCodecError/interrupted``.
+    func _queue_finishIncremental(byteCount: Int) throws -> DecodedImage? {
+        guard case .decoding(let session, _, _) = incremental.phase, incremental.fedByteCount == byteCount else {
+            return nil
+        }
+        // Nothing is shown from it any more; its memory claim goes with it.
+        incremental.phase = .done
+        do {
+            guard try session.finish() == .didCompleteLoading,
+                  let container = try session.render(.completeImage, target: plan.target),
+                  let properties = session.properties
+            else { return nil }
+            return DecodedImage(container: container, properties: properties)
+        } catch ImageCodecError.interrupted {
+            throw ImageCodecError.interrupted
+        } catch {
+            return nil
+        }
     }
 
     private func _queue_incrementalResult(_ image: ImageContainer, properties: ImageProperties,
