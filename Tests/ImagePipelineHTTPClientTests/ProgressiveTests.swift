@@ -43,9 +43,9 @@ struct ProgressiveTests {
     @Test("The final image of a download shown scan by scan is the scans' session's last pass: no second decode, the same pixels")
     func finalFromScansSession() async throws {
         let data = try Data(contentsOf: Self.images.appendingPathComponent("skimage-astronaut-progressive.jpg"))
-        let counting = OneShotCountingJPEGCodec(counting: data)
+        let counting = OneShotCountingCodec(JPEGCodec(), counting: data)
         CodecCatalogue.shared.setCodec(counting)
-        defer { CodecCatalogue.shared.setCodec(JPEGCodec()) }
+        defer { CodecCatalogue.shared.setCodec(counting.wrapped) }
         try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
             _ = try Self.serve("skimage-astronaut-progressive.jpg", at: "/p.jpg", h, bytesPerSecond: 50_000)
             let target = PixelSize(width: 128, height: 128)
@@ -55,16 +55,39 @@ struct ProgressiveTests {
             #expect(try await eventually(timeout: .seconds(20)) { operation.isFinished })
             #expect(!shown.incrementalImages.isEmpty, "\(shown.events)")
             #expect(counting.oneShotDecodes.withLock { $0 } == 0)
-            let final = try #require(operation.finalResult)
-            let alone = try JPEGDecoder().decode(data, target: TargetSizing(dimensions: target), configuration: DecoderConfiguration())
-            #expect(final.image.dimensions == alone.container.dimensions)
-            #expect(final.image.bitmap.withUnsafeBytes { Data($0) } == alone.container.bitmap.withUnsafeBytes { Data($0) })
+            try Self.expectSamePixels(try #require(operation.finalResult), asDecoding: data, at: target,
+                                      by: counting.wrapped.decoder)
 
             // Without the scans there is no session to finish: the bytes are decoded once, on their own.
             let (declined, _) = await h.fetch(h.request("/p.jpg", identifier: "Q", target: target))
             #expect(declined.incrementalImages.isEmpty && declined.events.last == .final(.network))
             #expect(counting.oneShotDecodes.withLock { $0 } == 1)
         }
+    }
+
+    @Test("A still WebP, decoded while it downloads in case it animates, is not decoded a second time")
+    func stillImageOfAnimatedFormat() async throws {
+        let data = try Data(contentsOf: Self.images.appendingPathComponent("skimage-chelsea.webp"))
+        let counting = OneShotCountingCodec(WebPCodec(), counting: data)
+        CodecCatalogue.shared.setCodec(counting)
+        defer { CodecCatalogue.shared.setCodec(counting.wrapped) }
+        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+            _ = try Self.serve("skimage-chelsea.webp", at: "/c.webp", h, bytesPerSecond: 50_000)
+            let target = PixelSize(width: 128, height: 128)
+            let (delegate, operation) = await h.fetch(h.request("/c.webp", identifier: "C", target: target))
+            #expect(delegate.events.last == .final(.network) && delegate.incrementalImages.isEmpty)
+            #expect(counting.oneShotDecodes.withLock { $0 } == 0)
+            try Self.expectSamePixels(try #require(operation.finalResult), asDecoding: data, at: target,
+                                      by: counting.wrapped.decoder)
+        }
+    }
+
+    /// `result`'s pixels are those of `data` decoded alone by `decoder`, at `target`.
+    static func expectSamePixels(_ result: FetchResult, asDecoding data: Data, at target: PixelSize,
+                                 by decoder: any ImageDecoder) throws {
+        let alone = try decoder.decode(data, target: TargetSizing(dimensions: target), configuration: DecoderConfiguration())
+        #expect(result.image.dimensions == alone.container.dimensions)
+        #expect(result.image.bitmap.withUnsafeBytes { Data($0) } == alone.container.bitmap.withUnsafeBytes { Data($0) })
     }
 
     @Test("Without the delegate's consent there are no scans; a baseline JPEG has none either")
@@ -116,29 +139,33 @@ struct ProgressiveTests {
     }
 }
 
-/// libjpeg-turbo's codec, counting the one-shot decodes of one file's bytes (other tests decode other JPEGs
+/// A built-in codec that counts the one-shot decodes of one file's bytes (other tests decode other images
 /// meanwhile through the same catalogue).
-private final class OneShotCountingJPEGCodec: ImageCodec, ImageDecoder, @unchecked Sendable {
-    // @unchecked: the counter is locked; the bytes are never changed.
+private final class OneShotCountingCodec: ImageCodec, ImageDecoder, @unchecked Sendable {
+    // @unchecked: the counter is locked; the rest is never changed.
     let oneShotDecodes = Locked(0)
+    let wrapped: any ImageCodec
     private let counted: Data
-    private let real = JPEGDecoder()
 
-    init(counting data: Data) { counted = data }
+    init(_ codec: any ImageCodec, counting data: Data) {
+        wrapped = codec
+        counted = data
+    }
 
-    var imageType: ImageType { .jpeg }
+    var imageType: ImageType { wrapped.imageType }
     var decoder: any ImageDecoder { self }
-    var encoder: (any ImageEncoder)? { JPEGEncoder() }
-    var supportsProgressiveDecoding: Bool { real.supportsProgressiveDecoding }
+    var encoder: (any ImageEncoder)? { wrapped.encoder }
+    var supportsAnimation: Bool { wrapped.supportsAnimation }
+    var supportsProgressiveDecoding: Bool { wrapped.decoder.supportsProgressiveDecoding }
 
-    func detect(_ data: Data, isComplete: Bool) -> ImageDetection { real.detect(data, isComplete: isComplete) }
+    func detect(_ data: Data, isComplete: Bool) -> ImageDetection { wrapped.decoder.detect(data, isComplete: isComplete) }
 
     func makeSession(configuration: DecoderConfiguration, expectedByteCount: Int?) -> any ImageDecodingSession {
-        real.makeSession(configuration: configuration, expectedByteCount: expectedByteCount)
+        wrapped.decoder.makeSession(configuration: configuration, expectedByteCount: expectedByteCount)
     }
 
     func decode(_ data: Data, target: TargetSizing, configuration: DecoderConfiguration) throws -> DecodedImage {
         if data == counted { oneShotDecodes.withLock { $0 += 1 } }
-        return try real.decode(data, target: target, configuration: configuration)
+        return try wrapped.decoder.decode(data, target: target, configuration: configuration)
     }
 }
