@@ -82,12 +82,32 @@ struct ProgressiveTests {
         }
     }
 
-    /// `result`'s pixels are those of `data` decoded alone by `decoder`, at `target`.
+    @Test("An animation whose first frame was shown goes on from the frames decoded for it: no second decode, the same frames")
+    func animationFromFirstFrameSession() async throws {
+        let data = try Data(contentsOf: Self.images.appendingPathComponent("fire.gif"))
+        let counting = OneShotCountingCodec(GIFCodec(), counting: data)
+        CodecCatalogue.shared.setCodec(counting)
+        defer { CodecCatalogue.shared.setCodec(counting.wrapped) }
+        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+            _ = try Self.serve("fire.gif", at: "/fire.gif", h, bytesPerSecond: 16_000)
+            let target = PixelSize(width: 64, height: 64)
+            let (delegate, operation) = await h.fetch(h.request("/fire.gif", identifier: "F", target: target))
+            #expect(delegate.events.filter { $0 == .firstAnimatedFrame }.count == 1, "\(delegate.events)")
+            #expect(counting.oneShotDecodes.withLock { $0 } == 0)
+            let final = try #require(operation.finalResult)
+            #expect(final.image.isAnimated)
+            try Self.expectSamePixels(final, asDecoding: data, at: target, by: counting.wrapped.decoder)
+        }
+    }
+
+    /// `result`'s frames are those of `data` decoded alone by `decoder`, at `target`, pixel for pixel.
     static func expectSamePixels(_ result: FetchResult, asDecoding data: Data, at target: PixelSize,
                                  by decoder: any ImageDecoder) throws {
         let alone = try decoder.decode(data, target: TargetSizing(dimensions: target), configuration: DecoderConfiguration())
         #expect(result.image.dimensions == alone.container.dimensions)
-        #expect(result.image.bitmap.withUnsafeBytes { Data($0) } == alone.container.bitmap.withUnsafeBytes { Data($0) })
+        #expect(result.image.frameCount == alone.container.frameCount)
+        let pixels = { (image: ImageContainer) in image.frames.map { frame in frame.bitmap.withUnsafeBytes { Data($0) } } }
+        #expect(pixels(result.image) == pixels(alone.container))
     }
 
     @Test("Without the delegate's consent there are no scans; a baseline JPEG has none either")

@@ -24,6 +24,9 @@ struct IncrementalImageState {
     var decided = false
     var policy: (any ProgressiveLoadingPolicy)?
     var wantsFirstFrame = false
+    /// Set once an animation's first frame is shown: the session keeps what it decoded but is given no more
+    /// bytes; the final image continues from it if this fetch decodes it (see `_queue_finishIncremental`).
+    var isParked = false
     var scanCount = 0
     var renderCount = 0
 
@@ -39,6 +42,7 @@ extension FetchOperation {
     /// download) come from the partial being resumed.
     func _queue_showIncrementally(_ chunk: Data, totalByteCount: Int, progress: Double) {
         if case .done = incremental.phase { return }
+        if incremental.isParked { return }
         guard delegate != nil else { return incremental.phase = .done }
         let chunkStart = totalByteCount - chunk.count
         let have = incremental.fedByteCount + incremental.pending.count
@@ -155,9 +159,12 @@ extension FetchOperation {
         incremental.policy = policy
     }
 
+    /// Shows an animation's first frame once its second frame is in. The session is then parked: the rest of
+    /// the frames are the final decode's work, which, when this fetch makes it, goes on from the frames the
+    /// session has (fetches that joined the download and wait for that decode do not decode them).
     private func _queue_showFirstFrameIfLoaded(_ session: any ImageDecodingSession, properties: ImageProperties, progress: Double) {
         guard properties.isAnimated, properties.frameCount >= 2 else { return }
-        incremental.phase = .done
+        incremental.isParked = true
         guard let rendered = try? session.render(.fullFrameProgress, target: plan.target),
               let first = rendered.frames.first else { return }
         let frame = _queue_incrementalResult(ImageContainer(bitmap: first.bitmap), properties: properties)
@@ -166,19 +173,28 @@ extension FetchOperation {
         _queue_tellDelegate { $0.fetchOperation(self, didLoadFirstAnimatedImageFrame: frame, progress: progress) }
     }
 
-    /// The final image from the session that showed the download while it loaded, when that session was given
-    /// every one of its `byteCount` bytes and is still decoding (its progressive scans were shown, or it is a
-    /// still image of a format that animates). It has read every scan or frame already, and a progressive JPEG's
-    /// session has even made its last, full-quality pass: the image is one render away, where a new decode
-    /// would read everything again. `nil` when there is no such session or it cannot finish; the caller then
-    /// decodes afresh. Throws only ``ImageCodecError/interrupted``.
-    func _queue_finishIncremental(byteCount: Int) throws -> DecodedImage? {
-        guard case .decoding(let session, _, _) = incremental.phase, incremental.fedByteCount == byteCount else {
+    /// The final image of `data`, the bytes this fetch downloaded, from the session that showed them while they
+    /// loaded, when there is one: its progressive scans were shown, it is a still image of a format that
+    /// animates, or it showed an animation's first frame and was parked. It has read every scan already (a
+    /// progressive JPEG's session has even made its last, full-quality pass), or the frames up to where it was
+    /// parked: it is given the bytes it has not seen, at the checkpoints a one-shot decode has, and renders the
+    /// image, where a new decode would read everything again. `nil` when there is no such session or it cannot
+    /// finish; the caller then decodes afresh. Throws only ``ImageCodecError/interrupted``.
+    func _queue_finishIncremental(_ data: Data) throws -> DecodedImage? {
+        guard case .decoding(let session, let type, _) = incremental.phase, incremental.fedByteCount <= data.count else {
             return nil
         }
         // Nothing is shown from it any more; its memory claim goes with it.
         incremental.phase = .done
+        let slice = CodecCatalogue.shared.codec(for: type)?.decoder.interruptibleSliceBytes ?? 64 << 10
         do {
+            var offset = data.startIndex + incremental.fedByteCount
+            while offset < data.endIndex {
+                try DecodeInterruption.checkpoint()
+                let end = data.index(offset, offsetBy: slice, limitedBy: data.endIndex) ?? data.endIndex
+                _ = try session.append(Data(data[offset..<end]))
+                offset = end
+            }
             guard try session.finish() == .didCompleteLoading,
                   let container = try session.render(.completeImage, target: plan.target),
                   let properties = session.properties
