@@ -27,6 +27,12 @@ struct IncrementalImageState {
     /// Set once an animation's first frame is shown: the session keeps what it decoded but is given no more
     /// bytes; the final image continues from it if this fetch decodes it (see `_queue_finishIncremental`).
     var isParked = false
+
+    /// Whether the session takes more bytes now: it is decoding and not parked.
+    var takesBytes: Bool {
+        guard case .decoding = phase else { return false }
+        return !isParked
+    }
     var scanCount = 0
     var renderCount = 0
 
@@ -95,12 +101,13 @@ extension FetchOperation {
             // CPU of each network fetch.
             var start = bytes.startIndex
             while start < bytes.endIndex, !incremental.decided {
-                guard case .decoding = incremental.phase else { return }
+                guard incremental.takesBytes else { return }
                 let end = min(start + IncrementalImageState.headerSliceLength, bytes.endIndex)
                 _queue_append(bytes[start..<end], to: session, type: type, progress: progress)
                 start = end
             }
-            guard start < bytes.endIndex, case .decoding = incremental.phase else { return }
+            // A slice can hold an animation's first two frames: its session is parked by then.
+            guard start < bytes.endIndex, incremental.takesBytes else { return }
             return _queue_append(bytes[start...], to: session, type: type, progress: progress)
         }
         let step: DecoderProgress
@@ -118,7 +125,8 @@ extension FetchOperation {
             if incremental.policy == nil, !incremental.wantsFirstFrame { return incremental.phase = .done }
         }
         if incremental.wantsFirstFrame {
-            return _queue_showFirstFrameIfLoaded(session, properties: properties, progress: progress)
+            return _queue_showFirstFrameIfLoaded(session, properties: properties, progress: progress,
+                                                 isComplete: step == .didCompleteLoading)
         }
         guard let policy = incremental.policy else { return }
         if step >= .didLoadFrame { incremental.scanCount += 1 }
@@ -161,10 +169,14 @@ extension FetchOperation {
 
     /// Shows an animation's first frame once its second frame is in. The session is then parked: the rest of
     /// the frames are the final decode's work, which, when this fetch makes it, goes on from the frames the
-    /// session has (fetches that joined the download and wait for that decode do not decode them).
-    private func _queue_showFirstFrameIfLoaded(_ session: any ImageDecodingSession, properties: ImageProperties, progress: Double) {
+    /// session has (fetches that joined the download and wait for that decode do not decode them). An
+    /// animation that is all in by then (it came in one piece, as on a fast link) shows no first frame: its
+    /// final image is one render away, and a complete session renders every frame anyway.
+    private func _queue_showFirstFrameIfLoaded(_ session: any ImageDecodingSession, properties: ImageProperties,
+                                               progress: Double, isComplete: Bool) {
         guard properties.isAnimated, properties.frameCount >= 2 else { return }
         incremental.isParked = true
+        guard !isComplete else { return }
         guard let rendered = try? session.render(.fullFrameProgress, target: plan.target),
               let first = rendered.frames.first else { return }
         let frame = _queue_incrementalResult(ImageContainer(bitmap: first.bitmap), properties: properties)
