@@ -128,8 +128,7 @@ extension FetchOperation {
             return _queue_showFirstFrameIfLoaded(session, properties: properties, progress: progress,
                                                  isComplete: step == .didCompleteLoading)
         }
-        // A session that has read the whole file shows no scan: the final image, from this session, follows.
-        guard let policy = incremental.policy, step != .didCompleteLoading else { return }
+        guard let policy = incremental.policy else { return }
         if step >= .didLoadFrame { incremental.scanCount += 1 }
         let behavior = policy.behavior(
             frameProgress: step >= .didLoadFrame ? .fullFrame : .partialFrame, frameCount: incremental.scanCount,
