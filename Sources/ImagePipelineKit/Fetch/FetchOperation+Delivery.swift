@@ -79,8 +79,8 @@ extension FetchOperation {
 
     /// Decodes `data` at the target, timed for the decode-duration metric; stopped at the codec's checkpoints
     /// when `interruption` says so (``ImageCodecError/interrupted``). With `finishingIncremental` (`data` is
-    /// what this fetch downloaded), the session that showed the image while it loaded gives the image instead
-    /// when it read every byte (see `_queue_finishIncremental`).
+    /// what this fetch downloaded), the session that showed the image while it loaded, if there is one, goes on
+    /// to the final image instead of a new decode (see `_queue_finishIncremental`).
     func _queue_decode(_ data: Data, interruption: DecodeInterruption? = nil,
                        finishingIncremental: Bool = false) throws -> DecodedImage {
         let started = ContinuousClock.now
