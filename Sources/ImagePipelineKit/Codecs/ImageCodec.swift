@@ -141,14 +141,7 @@ extension ImageDecoder {
     /// session that decodes as it reads (PNG's) stops partway through when nobody wants the image any more.
     public func decode(_ data: Data, target: TargetSizing, configuration: DecoderConfiguration) throws -> DecodedImage {
         let session = makeSession(configuration: configuration, expectedByteCount: data.count)
-        var offset = data.startIndex
-        repeat {
-            try DecodeInterruption.checkpoint()
-            let end = data.index(offset, offsetBy: interruptibleSliceBytes, limitedBy: data.endIndex) ?? data.endIndex
-            // A copy of each slice (indices from 0, as a session's own reads expect), none when one slice is all.
-            _ = try session.append(offset == data.startIndex && end == data.endIndex ? data : Data(data[offset..<end]))
-            offset = end
-        } while offset < data.endIndex
+        try session.appendInterruptibly(data, from: data.startIndex, sliceBytes: interruptibleSliceBytes)
         _ = try session.finish()
         try DecodeInterruption.checkpoint()
         guard let container = try session.render(.completeImage, target: target)
@@ -156,6 +149,22 @@ extension ImageDecoder {
             let properties = session.properties
         else { throw ImageCodecError.truncated }
         return DecodedImage(container: container, properties: properties)
+    }
+}
+
+extension ImageDecodingSession {
+    /// Appends `data` from `start` on (at least once), in slices of `sliceBytes` with a
+    /// ``DecodeInterruption/checkpoint()`` before each: a session that decodes as it reads then stops between
+    /// slices when nobody wants the image any more. Each slice is a copy (indices from 0, as a session's own
+    /// reads expect), except when one slice is all of `data`.
+    func appendInterruptibly(_ data: Data, from start: Data.Index, sliceBytes: Int) throws {
+        var offset = start
+        repeat {
+            try DecodeInterruption.checkpoint()
+            let end = data.index(offset, offsetBy: sliceBytes, limitedBy: data.endIndex) ?? data.endIndex
+            _ = try append(offset == data.startIndex && end == data.endIndex ? data : Data(data[offset..<end]))
+            offset = end
+        } while offset < data.endIndex
     }
 }
 

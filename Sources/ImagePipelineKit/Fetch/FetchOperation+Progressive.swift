@@ -198,14 +198,12 @@ extension FetchOperation {
         }
         // Nothing is shown from it any more; its memory claim goes with it.
         incremental.phase = .done
-        let slice = CodecCatalogue.shared.codec(for: type)?.decoder.interruptibleSliceBytes ?? 64 << 10
         do {
-            var offset = data.startIndex + incremental.fedByteCount
-            while offset < data.endIndex {
-                try DecodeInterruption.checkpoint()
-                let end = data.index(offset, offsetBy: slice, limitedBy: data.endIndex) ?? data.endIndex
-                _ = try session.append(Data(data[offset..<end]))
-                offset = end
+            if incremental.fedByteCount < data.count {
+                // Never finished short of its bytes: a session completes a cut-off file with what it has.
+                guard let decoder = CodecCatalogue.shared.codec(for: type)?.decoder else { return nil }
+                try session.appendInterruptibly(data, from: data.startIndex + incremental.fedByteCount,
+                                                sliceBytes: decoder.interruptibleSliceBytes)
             }
             guard try session.finish() == .didCompleteLoading,
                   let container = try session.render(.completeImage, target: plan.target),
