@@ -92,6 +92,9 @@ final class LoopbackHTTPConnection {
         var headEnd: Int?
         while headEnd == nil {
             headEnd = Self.endOfHead(in: head)
+            guard headEnd != nil || head.count < 64 << 10 else {
+                throw HandWrittenFetch.Failure(description: "GET \(path): no end of the response head in 64 KiB")
+            }
             if headEnd == nil { head += try receive(atMost: 4096) }
         }
         let headText = String(decoding: head[..<headEnd!], as: UTF8.self)
