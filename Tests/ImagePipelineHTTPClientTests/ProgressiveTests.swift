@@ -42,12 +42,8 @@ struct ProgressiveTests {
 
     @Test("The final image of a download shown scan by scan is the scans' session's last pass: no second decode, the same pixels")
     func finalFromScansSession() async throws {
-        let data = try Data(contentsOf: Self.images.appendingPathComponent("skimage-astronaut-progressive.jpg"))
-        let counting = OneShotCountingCodec(JPEGCodec(), counting: data)
-        CodecCatalogue.shared.setCodec(counting)
-        defer { CodecCatalogue.shared.setCodec(counting.wrapped) }
-        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
-            _ = try Self.serve("skimage-astronaut-progressive.jpg", at: "/p.jpg", h, bytesPerSecond: 50_000)
+        try await Self.withCountingCodec(JPEGCodec(), serving: "skimage-astronaut-progressive.jpg", at: "/p.jpg",
+                                         bytesPerSecond: 50_000) { h, counting, data in
             let target = PixelSize(width: 128, height: 128)
             let shown = RecordingFetchDelegate(loadsProgressively: true)
             let operation = h.pipeline.operation(with: h.request("/p.jpg", identifier: "P", target: target), delegate: shown)
@@ -67,12 +63,8 @@ struct ProgressiveTests {
 
     @Test("A still WebP, decoded while it downloads in case it animates, is not decoded a second time")
     func stillImageOfAnimatedFormat() async throws {
-        let data = try Data(contentsOf: Self.images.appendingPathComponent("skimage-chelsea.webp"))
-        let counting = OneShotCountingCodec(WebPCodec(), counting: data)
-        CodecCatalogue.shared.setCodec(counting)
-        defer { CodecCatalogue.shared.setCodec(counting.wrapped) }
-        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
-            _ = try Self.serve("skimage-chelsea.webp", at: "/c.webp", h, bytesPerSecond: 50_000)
+        try await Self.withCountingCodec(WebPCodec(), serving: "skimage-chelsea.webp", at: "/c.webp",
+                                         bytesPerSecond: 50_000) { h, counting, data in
             let target = PixelSize(width: 128, height: 128)
             let (delegate, operation) = await h.fetch(h.request("/c.webp", identifier: "C", target: target))
             #expect(delegate.events.last == .final(.network) && delegate.incrementalImages.isEmpty)
@@ -84,12 +76,8 @@ struct ProgressiveTests {
 
     @Test("An animation whose first frame was shown goes on from the frames decoded for it: no second decode, the same frames")
     func animationFromFirstFrameSession() async throws {
-        let data = try Data(contentsOf: Self.images.appendingPathComponent("fire.gif"))
-        let counting = OneShotCountingCodec(GIFCodec(), counting: data)
-        CodecCatalogue.shared.setCodec(counting)
-        defer { CodecCatalogue.shared.setCodec(counting.wrapped) }
-        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
-            _ = try Self.serve("fire.gif", at: "/fire.gif", h, bytesPerSecond: 16_000)
+        try await Self.withCountingCodec(GIFCodec(), serving: "fire.gif", at: "/fire.gif",
+                                         bytesPerSecond: 16_000) { h, counting, data in
             let target = PixelSize(width: 64, height: 64)
             let (delegate, operation) = await h.fetch(h.request("/fire.gif", identifier: "F", target: target))
             #expect(delegate.events.filter { $0 == .firstAnimatedFrame }.count == 1, "\(delegate.events)")
@@ -97,6 +85,22 @@ struct ProgressiveTests {
             let final = try #require(operation.finalResult)
             #expect(final.image.isAnimated)
             try Self.expectSamePixels(final, asDecoding: data, at: target, by: counting.wrapped.decoder)
+        }
+    }
+
+    /// Serves the bundled file `name` at `path` at `bytesPerSecond` and runs `body` with `codec` in the shared
+    /// catalogue, wrapped to count the one-shot decodes of that file's bytes; the codec is put back after.
+    private static func withCountingCodec(
+        _ codec: any ImageCodec, serving name: String, at path: String, bytesPerSecond: Int,
+        _ body: (FetchHarness, OneShotCountingCodec, Data) async throws -> Void
+    ) async throws {
+        let data = try Data(contentsOf: images.appendingPathComponent(name))
+        let counting = OneShotCountingCodec(codec, counting: data)
+        CodecCatalogue.shared.setCodec(counting)
+        defer { CodecCatalogue.shared.setCodec(counting.wrapped) }
+        try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
+            _ = try serve(name, at: path, h, bytesPerSecond: bytesPerSecond)
+            try await body(h, counting, data)
         }
     }
 
