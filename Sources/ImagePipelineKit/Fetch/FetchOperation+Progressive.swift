@@ -128,7 +128,8 @@ extension FetchOperation {
             return _queue_showFirstFrameIfLoaded(session, properties: properties, progress: progress,
                                                  isComplete: step == .didCompleteLoading)
         }
-        guard let policy = incremental.policy else { return }
+        // A session that has read the whole file shows no scan: the final image, from this session, follows.
+        guard let policy = incremental.policy, step != .didCompleteLoading else { return }
         if step >= .didLoadFrame { incremental.scanCount += 1 }
         let behavior = policy.behavior(
             frameProgress: step >= .didLoadFrame ? .fullFrame : .partialFrame, frameCount: incremental.scanCount,
