@@ -108,7 +108,7 @@ struct FetchMetricsTests {
             h.server.setAsset(h.image, at: "/on.jpg", contentType: "image/jpeg")
             let (_, cold) = await h.fetch(h.request("/on.jpg", identifier: "on", target: PixelSize(width: 64, height: 64)))
             #expect(cold.metrics?.info(for: .network)?.result == .hitFinal)
-            for stage in [PipelineStage.cacheRead, .decode, .memoryStore, .renditionStore, .diskWrite, .delivery] {
+            for stage in [PipelineStage.cacheRead, .decode, .scale, .memoryStore, .renditionStore, .diskWrite, .diskIndex, .delivery] {
                 // The disk write follows the final callback: it may still be running.
                 let seen = try await eventually {
                     let values = (try? recorded.expectTimer(PipelineMetricLabels.stageCPUTime, [("stage", stage.rawValue)]))?.values

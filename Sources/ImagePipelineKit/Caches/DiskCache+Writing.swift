@@ -61,7 +61,7 @@ extension DiskCache {
     /// anything but its decode, and held its operation slot while the disk wrote. What the flush guarded
     /// against, a power cut leaving a recorded file short or garbled, the checksum catches on read instead.
     func write(_ data: Data, row: Row, key: EntryKey, if accepts: (Row?) -> Bool, published: () -> Void) -> Bool {
-        let writeFile = pool.withLock { () -> String? in
+        let writeFile = withLockAsIndexWork { () -> String? in
             guard accepts(try? _locked_row(key)) else { return nil }
             let limits = pool._locked_limits()
             guard data.count <= limits.maxEntryBytes, limits.maxBytes > 0 else {
@@ -80,7 +80,7 @@ extension DiskCache {
         }
         var row = row
         row.checksum = ContentChecksum.of(data)
-        return pool.withLock {
+        return withLockAsIndexWork {
             let old = try? _locked_row(key)
             guard accepts(old), _locked_publish(temporary, row: row, key: key, replacing: old) else {
                 fileSystem.remove(temporary)
@@ -90,6 +90,11 @@ extension DiskCache {
             // Pruning may have evicted the new entry itself (an image larger than the room left).
             return !pool._locked_prune(priority: owner) || (try? _locked_row(key)) != nil
         }
+    }
+
+    /// `pool.withLock`, its CPU time counted as the ``PipelineStage/diskIndex`` stage of a measured disk write.
+    private func withLockAsIndexWork<T>(_ body: () throws -> T) rethrows -> T {
+        try PipelineStage.diskIndex.measuringWithinStage { try pool.withLock(body) }
     }
 
     /// Renames a written temp file over `key`'s file and records its row in place of `old`.

@@ -13,6 +13,10 @@ extension Bitmap {
     public func scaled(to size: PixelSize) throws -> Bitmap {
         if size == self.size { return self }
         guard !size.isEmpty else { throw ImageCodecError.limitExceeded(.dimension(size)) }
+        return try PipelineStage.scale.measuringWithinStage { try resampled(to: size) }
+    }
+
+    private func resampled(to size: PixelSize) throws -> Bitmap {
         if size.width >= width, size.height >= height { return try enlargedBilinearly(to: size) }
         // The largest integer factor that leaves at least 2x for the quality pass (never below the target).
         let factor = max(1, min(width / size.width, height / size.height) / 2)

@@ -1,0 +1,44 @@
+import MetricsTestKit
+import Testing
+@testable import ImagePipelineKit
+
+@Suite("Stage CPU times: a stage inside another counts for itself only")
+struct StageCPUTimeTests {
+    /// A 2048x2048 gradient: resampling it to a thumbnail takes milliseconds of CPU.
+    private static func largeBitmap() throws -> Bitmap {
+        try makeBitmap(width: 2048, height: 2048) { x, y in
+            RGBA(r: UInt8(x & 0xFF), g: UInt8(y & 0xFF), b: UInt8((x ^ y) & 0xFF), a: 255)
+        }
+    }
+
+    @Test("Scaling inside a measured decode is recorded as scale, and the decode's time leaves it out")
+    func nestedStageLeavesTheEnclosingOne() throws {
+        let metrics = TestMetrics()
+        let configuration = GlobalConfiguration()
+        configuration.metricsFactory = metrics
+        configuration.recordsStageCPUTime = true
+        let bitmap = try Self.largeBitmap()
+        let scaled = try configuration.measuring(.decode) { try bitmap.scaled(to: PixelSize(width: 300, height: 300)) }
+        #expect(scaled.size == PixelSize(width: 300, height: 300))
+
+        let label = PipelineMetricLabels.stageCPUTime
+        let decode = try metrics.expectTimer(label, [("stage", "decode")]).values
+        let scale = try metrics.expectTimer(label, [("stage", "scale")]).values
+        #expect(decode.count == 1 && scale.count == 1)
+        // The decode stage did nothing but call the scaler: counted whole, it would exceed the scale stage.
+        #expect(scale[0] > 0)
+        #expect(decode[0] < scale[0] / 4, "decode \(decode[0]) ns, scale \(scale[0]) ns")
+    }
+
+    @Test("Scaling outside any measured stage records nothing")
+    func scalingAloneRecordsNothing() throws {
+        let metrics = TestMetrics()
+        let configuration = GlobalConfiguration()
+        configuration.metricsFactory = metrics
+        configuration.recordsStageCPUTime = true
+        _ = try Self.largeBitmap().scaled(to: PixelSize(width: 300, height: 300))
+        #expect(throws: (any Error).self) {
+            try metrics.expectTimer(PipelineMetricLabels.stageCPUTime, [("stage", "scale")])
+        }
+    }
+}
