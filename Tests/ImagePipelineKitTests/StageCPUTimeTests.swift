@@ -11,12 +11,18 @@ struct StageCPUTimeTests {
         }
     }
 
-    @Test("Scaling inside a measured decode is recorded as scale, and the decode's time leaves it out")
-    func nestedStageLeavesTheEnclosingOne() throws {
+    /// A configuration that records stage times into the returned metrics.
+    private static func recordingConfiguration() -> (TestMetrics, GlobalConfiguration) {
         let metrics = TestMetrics()
         let configuration = GlobalConfiguration()
         configuration.metricsFactory = metrics
         configuration.recordsStageCPUTime = true
+        return (metrics, configuration)
+    }
+
+    @Test("Scaling inside a measured decode is recorded as scale, and the decode's time leaves it out")
+    func nestedStageLeavesTheEnclosingOne() throws {
+        let (metrics, configuration) = Self.recordingConfiguration()
         let bitmap = try Self.largeBitmap()
         let scaled = try configuration.measuring(.decode) { try bitmap.scaled(to: PixelSize(width: 300, height: 300)) }
         #expect(scaled.size == PixelSize(width: 300, height: 300))
@@ -32,11 +38,9 @@ struct StageCPUTimeTests {
 
     @Test("Scaling outside any measured stage records nothing")
     func scalingAloneRecordsNothing() throws {
-        let metrics = TestMetrics()
-        let configuration = GlobalConfiguration()
-        configuration.metricsFactory = metrics
-        configuration.recordsStageCPUTime = true
-        _ = try Self.largeBitmap().scaled(to: PixelSize(width: 300, height: 300))
+        let (metrics, configuration) = Self.recordingConfiguration()
+        // A configuration that records exists, but no stage of it is running on this thread.
+        try withExtendedLifetime(configuration) { _ = try Self.largeBitmap().scaled(to: PixelSize(width: 300, height: 300)) }
         #expect(throws: (any Error).self) {
             try metrics.expectTimer(PipelineMetricLabels.stageCPUTime, [("stage", "scale")])
         }
