@@ -50,9 +50,7 @@ struct ProgressiveTests {
             h.pipeline.fetchImage(with: operation)
             #expect(try await eventually(timeout: .seconds(20)) { operation.isFinished })
             #expect(!shown.incrementalImages.isEmpty, "\(shown.events)")
-            #expect(counting.oneShotDecodes.withLock { $0 } == 0)
-            try Self.expectSamePixels(try #require(operation.finalResult), asDecoding: data, at: target,
-                                      by: counting.wrapped.decoder)
+            try Self.expectFinishedFromItsSession(try #require(operation.finalResult), counting, data, at: target)
 
             // Without the scans there is no session to finish: the bytes are decoded once, on their own.
             let (declined, _) = await h.fetch(h.request("/p.jpg", identifier: "Q", target: target))
@@ -68,9 +66,7 @@ struct ProgressiveTests {
             let target = PixelSize(width: 128, height: 128)
             let (delegate, operation) = await h.fetch(h.request("/c.webp", identifier: "C", target: target))
             #expect(delegate.events.last == .final(.network) && delegate.incrementalImages.isEmpty)
-            #expect(counting.oneShotDecodes.withLock { $0 } == 0)
-            try Self.expectSamePixels(try #require(operation.finalResult), asDecoding: data, at: target,
-                                      by: counting.wrapped.decoder)
+            try Self.expectFinishedFromItsSession(try #require(operation.finalResult), counting, data, at: target)
         }
     }
 
@@ -81,10 +77,9 @@ struct ProgressiveTests {
             let target = PixelSize(width: 64, height: 64)
             let (delegate, operation) = await h.fetch(h.request("/fire.gif", identifier: "F", target: target))
             #expect(delegate.events.filter { $0 == .firstAnimatedFrame }.count == 1, "\(delegate.events)")
-            #expect(counting.oneShotDecodes.withLock { $0 } == 0)
             let final = try #require(operation.finalResult)
             #expect(final.image.isAnimated)
-            try Self.expectSamePixels(final, asDecoding: data, at: target, by: counting.wrapped.decoder)
+            try Self.expectFinishedFromItsSession(final, counting, data, at: target)
         }
     }
 
@@ -104,10 +99,13 @@ struct ProgressiveTests {
         }
     }
 
-    /// `result`'s frames are those of `data` decoded alone by `decoder`, at `target`, pixel for pixel.
-    static func expectSamePixels(_ result: FetchResult, asDecoding data: Data, at target: PixelSize,
-                                 by decoder: any ImageDecoder) throws {
-        let alone = try decoder.decode(data, target: TargetSizing(dimensions: target), configuration: DecoderConfiguration())
+    /// `result`, the final image of a download of `data`, came from the session that loaded it: `data` was never
+    /// decoded on its own, and the frames are those of such a decode (by the wrapped codec), pixel for pixel.
+    private static func expectFinishedFromItsSession(_ result: FetchResult, _ counting: OneShotCountingCodec, _ data: Data,
+                                                     at target: PixelSize) throws {
+        #expect(counting.oneShotDecodes.withLock { $0 } == 0)
+        let alone = try counting.wrapped.decoder.decode(data, target: TargetSizing(dimensions: target),
+                                                        configuration: DecoderConfiguration())
         #expect(result.image.dimensions == alone.container.dimensions)
         #expect(result.image.frameCount == alone.container.frameCount)
         let pixels = { (image: ImageContainer) in image.frames.map { frame in frame.bitmap.withUnsafeBytes { Data($0) } } }
