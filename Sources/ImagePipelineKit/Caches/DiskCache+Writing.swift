@@ -46,8 +46,8 @@ extension DiskCache {
         return write(partial.data, row: row, key: EntryKey(identifier: identifier, partial: true), if: noLargerComplete) {}
     }
 
-    /// Writes an entry: temp file → rename over the entry's file → index row (with the new inode and the
-    /// bytes' checksum) in one transaction, then `published` and the pool's pruning, when `accepts` (called
+    /// Writes an entry: temp file, then in one index transaction the rename over the entry's file, its row
+    /// (with the new inode and the bytes' checksum), `published` and the pool's pruning, when `accepts` (called
     /// holding the lock, with the entry's current row) says the bytes belong there. Returns whether the entry
     /// is on disk.
     ///
@@ -81,15 +81,37 @@ extension DiskCache {
         var row = row
         row.checksum = ContentChecksum.of(data)
         return withLockAsIndexWork {
-            let old = try? _locked_row(key)
-            guard accepts(old), _locked_publish(temporary, row: row, key: key, replacing: old) else {
+            // One transaction from the check to the pruning: another process cannot store this entry between
+            // `accepts` and the rename, and the lookups and deletes share the write's hold of the index instead
+            // of taking it each on their own.
+            do {
+                return try index.holdingWriteLock { () -> Bool in
+                    let old = try? _locked_row(key)
+                    guard accepts(old), _locked_publish(temporary, row: row, key: key, replacing: old) else {
+                        fileSystem.remove(temporary)
+                        return false
+                    }
+                    published()
+                    // Pruning may have evicted the new entry itself (an image larger than the room left).
+                    return !pool._locked_prune(priority: owner) || (try? _locked_row(key)) != nil
+                }
+            } catch {
+                // The transaction could not begin (another process held the index past the busy timeout) or
+                // commit (a full disk), and nothing of it is recorded: the totals are counted again.
                 fileSystem.remove(temporary)
+                _locked_recountTotals()
+                pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier,
+                                                          error: error as? DiskCacheError ?? .index("\(error)")))
                 return false
             }
-            published()
-            // Pruning may have evicted the new entry itself (an image larger than the room left).
-            return !pool._locked_prune(priority: owner) || (try? _locked_row(key)) != nil
         }
+    }
+
+    /// Gives the pool this cache's totals as the index has them, after a transaction that adjusted them in memory
+    /// was rolled back.
+    private func _locked_recountTotals() {
+        guard let (bytes, count) = try? index.totals() else { return }
+        pool._locked_register(self, owner: owner, bytes: bytes, count: count)
     }
 
     /// `pool.withLock`, its CPU time counted as the ``PipelineStage/diskIndex`` stage of a measured disk write.

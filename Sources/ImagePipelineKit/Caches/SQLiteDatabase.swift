@@ -86,15 +86,17 @@ final class SQLiteDatabase {
         return statement
     }
 
-    /// Runs `body` in one transaction: all of it commits, or none of it.
+    /// Runs `body` in one transaction: all of it commits, or none of it. Called inside another transaction,
+    /// `body` joins it, and commits or rolls back with it.
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        guard sqlite3_get_autocommit(handle) != 0 else { return try body() }
+        try run("BEGIN IMMEDIATE")
         do {
             let result = try body()
-            try execute("COMMIT")
+            try run("COMMIT")
             return result
         } catch {
-            try? execute("ROLLBACK")
+            try? run("ROLLBACK")
             throw error
         }
     }
