@@ -7,7 +7,8 @@
    range its kernel covers and the weights, normalised to 1 and scaled to IPK_WEIGHT_BITS; a vertical pass
    into 8-bit rows, then a horizontal pass. When shrinking, the kernel widens by the ratio, so every input pixel
    counts (no aliasing). Integer arithmetic throughout; the vertical pass runs along whole rows, which the
-   compiler vectorises. */
+   compiler vectorises, and the horizontal pass, which it does not, takes two taps per instruction on x86-64
+   (SSE4.1) with the same products and sums, so both paths give the same bytes. */
 
 #define IPK_WEIGHT_BITS 14
 
@@ -25,6 +26,7 @@ typedef struct {
     int *count;
     int32_t *weight; /* taps_max per output position */
     int taps_max;
+    int fits_16_bits; /* every weight is within int16_t, as the two-taps-at-a-time row needs */
 } ipk_kernel;
 
 static void ipk_kernel_free(ipk_kernel *k) {
@@ -38,6 +40,7 @@ static int ipk_kernel_make(ipk_kernel *k, int in_n, int out_n) {
     double stretch = scale < 1 ? 1 : scale;
     double support = 2.0 * stretch;
     k->taps_max = (int)ceil(support) * 2 + 1;
+    k->fits_16_bits = 1;
     k->start = malloc(sizeof(int) * (size_t)out_n);
     k->count = malloc(sizeof(int) * (size_t)out_n);
     k->weight = malloc(sizeof(int32_t) * (size_t)out_n * (size_t)k->taps_max);
@@ -69,6 +72,9 @@ static int ipk_kernel_make(ipk_kernel *k, int in_n, int out_n) {
             if (fixed[t] > fixed[largest]) largest = t;
         }
         if (n > 0) fixed[largest] += (1 << IPK_WEIGHT_BITS) - total;
+        for (int t = 0; t < n; t++) {
+            if (fixed[t] < INT16_MIN || fixed[t] > INT16_MAX) k->fits_16_bits = 0;
+        }
         k->start[o] = lo;
         k->count[o] = n;
     }
@@ -81,9 +87,65 @@ static inline uint8_t ipk_clamp8(int32_t v) {
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
+/* The horizontal pass of one row, one output pixel at a time. */
+static void ipk_horizontal_row_scalar(const uint8_t *in, uint8_t *out, int dst_w, const ipk_kernel *k) {
+    for (int o = 0; o < dst_w; o++) {
+        const int32_t *w = k->weight + (size_t)o * (size_t)k->taps_max;
+        const uint8_t *p = in + (size_t)k->start[o] * 4;
+        int32_t r = 1 << (IPK_WEIGHT_BITS - 1), g = r, b = r, a = r;
+        for (int t = 0; t < k->count[o]; t++, p += 4) {
+            r += p[0] * w[t]; g += p[1] * w[t]; b += p[2] * w[t]; a += p[3] * w[t];
+        }
+        uint8_t alpha = ipk_clamp8(a);
+        /* The kernel's negative lobes can push a colour past its alpha; premultiplied colour never is. */
+        uint8_t red = ipk_clamp8(r), green = ipk_clamp8(g), blue = ipk_clamp8(b);
+        out[o * 4 + 0] = red > alpha ? alpha : red;
+        out[o * 4 + 1] = green > alpha ? alpha : green;
+        out[o * 4 + 2] = blue > alpha ? alpha : blue;
+        out[o * 4 + 3] = alpha;
+    }
+}
+
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+#include <immintrin.h>
+#define IPK_HAS_SSE41_ROW 1
+/* The same arithmetic two taps at a time: the two pixels' channels interleaved as 16-bit pairs, multiplied by
+   the two weights and summed in one instruction (pmaddwd). Products and sums are the scalar loop's, in 32 bits,
+   so the output is identical; it needs every weight to fit in 16 bits, which the kernel checks. */
+__attribute__((target("sse4.1")))
+static void ipk_horizontal_row_sse41(const uint8_t *in, uint8_t *out, int dst_w, const ipk_kernel *k) {
+    const __m128i pairs = _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m128i bias = _mm_set1_epi32(1 << (IPK_WEIGHT_BITS - 1));
+    const __m128i alpha_bytes = _mm_setr_epi8(3, 3, 3, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    for (int o = 0; o < dst_w; o++) {
+        const int32_t *w = k->weight + (size_t)o * (size_t)k->taps_max;
+        const uint8_t *p = in + (size_t)k->start[o] * 4;
+        int n = k->count[o], t = 0;
+        __m128i sum = bias;
+        for (; t + 1 < n; t += 2, p += 8) {
+            __m128i two = _mm_loadl_epi64((const __m128i *)p);
+            __m128i channels = _mm_cvtepu8_epi16(_mm_shuffle_epi8(two, pairs));
+            __m128i weights = _mm_set1_epi32((int32_t)(((uint32_t)(uint16_t)w[t + 1] << 16) | (uint16_t)w[t]));
+            sum = _mm_add_epi32(sum, _mm_madd_epi16(channels, weights));
+        }
+        if (t < n) {
+            int32_t last;
+            memcpy(&last, p, 4);
+            __m128i channels = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(last));
+            sum = _mm_add_epi32(sum, _mm_mullo_epi32(channels, _mm_set1_epi32(w[t])));
+        }
+        __m128i words = _mm_packs_epi32(_mm_srai_epi32(sum, IPK_WEIGHT_BITS), _mm_setzero_si128());
+        __m128i bytes = _mm_packus_epi16(words, words);
+        bytes = _mm_min_epu8(bytes, _mm_shuffle_epi8(bytes, alpha_bytes));
+        int32_t pixel = _mm_cvtsi128_si32(bytes);
+        memcpy(out + (size_t)o * 4, &pixel, 4);
+    }
+}
+#endif
+
 IPK_VECTOR_CLONES
-int ipk_resample_rgba_premultiplied(const uint8_t *src, int src_w, int src_h, size_t src_stride,
-                                    uint8_t *dst, int dst_w, int dst_h, size_t dst_stride, uint8_t *scratch) {
+static int ipk_resample(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                        uint8_t *dst, int dst_w, int dst_h, size_t dst_stride, uint8_t *scratch, int simd_rows) {
     if (src_w < 1 || src_h < 1 || dst_w < 1 || dst_h < 1) return -1;
     ipk_kernel horizontal = {0}, vertical = {0};
     size_t src_row_bytes = (size_t)src_w * 4;
@@ -117,25 +179,27 @@ int ipk_resample_rgba_premultiplied(const uint8_t *src, int src_w, int src_h, si
     for (int y = 0; y < dst_h; y++) {
         const uint8_t *in = rows + (size_t)y * src_row_bytes;
         uint8_t *out = dst + (size_t)y * dst_stride;
-        for (int o = 0; o < dst_w; o++) {
-            const int32_t *w = horizontal.weight + (size_t)o * (size_t)horizontal.taps_max;
-            const uint8_t *p = in + (size_t)horizontal.start[o] * 4;
-            int32_t r = 1 << (IPK_WEIGHT_BITS - 1), g = r, b = r, a = r;
-            for (int t = 0; t < horizontal.count[o]; t++, p += 4) {
-                r += p[0] * w[t]; g += p[1] * w[t]; b += p[2] * w[t]; a += p[3] * w[t];
-            }
-            uint8_t alpha = ipk_clamp8(a);
-            /* The kernel's negative lobes can push a colour past its alpha; premultiplied colour never is. */
-            uint8_t red = ipk_clamp8(r), green = ipk_clamp8(g), blue = ipk_clamp8(b);
-            out[o * 4 + 0] = red > alpha ? alpha : red;
-            out[o * 4 + 1] = green > alpha ? alpha : green;
-            out[o * 4 + 2] = blue > alpha ? alpha : blue;
-            out[o * 4 + 3] = alpha;
+#ifdef IPK_HAS_SSE41_ROW
+        if (simd_rows && horizontal.fits_16_bits && __builtin_cpu_supports("sse4.1")) {
+            ipk_horizontal_row_sse41(in, out, dst_w, &horizontal);
+            continue;
         }
+#endif
+        ipk_horizontal_row_scalar(in, out, dst_w, &horizontal);
     }
     ipk_kernel_free(&horizontal);
     ipk_kernel_free(&vertical);
     free(owned_rows);
     free(sums);
     return 0;
+}
+
+int ipk_resample_rgba_premultiplied(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                                    uint8_t *dst, int dst_w, int dst_h, size_t dst_stride, uint8_t *scratch) {
+    return ipk_resample(src, src_w, src_h, src_stride, dst, dst_w, dst_h, dst_stride, scratch, 1);
+}
+
+int ipk_resample_rgba_premultiplied_scalar(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                                           uint8_t *dst, int dst_w, int dst_h, size_t dst_stride) {
+    return ipk_resample(src, src_w, src_h, src_stride, dst, dst_w, dst_h, dst_stride, NULL, 0);
 }

@@ -25,6 +25,10 @@
    when its buffers cannot be allocated. */
 int ipk_resample_rgba_premultiplied(const uint8_t *src, int src_w, int src_h, size_t src_stride,
                                     uint8_t *dst, int dst_w, int dst_h, size_t dst_stride, uint8_t *scratch);
+/* The same resampling with the horizontal pass one tap at a time, as on a CPU without SSE4.1: the tests check
+   that both give the same bytes. */
+int ipk_resample_rgba_premultiplied_scalar(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                                           uint8_t *dst, int dst_w, int dst_h, size_t dst_stride);
 
 /* Integer box reduction by `factor` in both axes (each output pixel averages factor x factor inputs;
    the last row/column averages what remains). dst is ceil(src_w/factor) x ceil(src_h/factor). */
