@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <string.h>
 #include "ipk_resize.h"
 
 void ipk_box_reduce_rgba(const uint8_t *src, int src_w, int src_h, size_t src_stride,
@@ -35,9 +36,39 @@ static void ipk_bilinear_position(int src_n, int dst_n, int d, int *index, uint1
     *weight = (uint16_t)f;
 }
 
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+#include <immintrin.h>
+#define IPK_HAS_SSE41_ROW 1
+/* The row below with SSE4.1: a pixel's two neighbours' channels interleaved as 16-bit pairs, times the two
+   weights, summed in one instruction (pmaddwd). The same products and sums, so the same values. */
+__attribute__((target("sse4.1")))
+static void ipk_bilinear_row_sse41(const uint8_t *row, int src_w, int dst_w, const int *xi, const uint16_t *xf,
+                                   uint16_t *out) {
+    const __m128i pairs = _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, -1, -1, -1, -1, -1, -1, -1, -1);
+    for (int d = 0; d < dst_w; d++) {
+        const uint8_t *p = row + (size_t)xi[d] * 4;
+        uint32_t f = xf[d], g = 256 - f;
+        uint64_t neighbours;
+        if (xi[d] < src_w - 1) {
+            memcpy(&neighbours, p, 8);
+        } else {
+            uint32_t last;
+            memcpy(&last, p, 4);
+            neighbours = (uint64_t)last * 0x100000001ull;
+        }
+        __m128i channels = _mm_cvtepu8_epi16(_mm_shuffle_epi8(_mm_cvtsi64_si128((long long)neighbours), pairs));
+        __m128i sums = _mm_madd_epi16(channels, _mm_set1_epi32((int32_t)((f << 16) | g)));
+        _mm_storel_epi64((__m128i *)(out + (size_t)d * 4), _mm_packus_epi32(sums, sums));
+    }
+}
+#endif
+
 /* One source row interpolated horizontally to dst_w pixels, scaled by 256. */
 static void ipk_bilinear_row(const uint8_t *row, int src_w, int dst_w, const int *xi, const uint16_t *xf,
-                             uint16_t *out) {
+                             uint16_t *out, int simd) {
+#ifdef IPK_HAS_SSE41_ROW
+    if (simd && __builtin_cpu_supports("sse4.1")) return ipk_bilinear_row_sse41(row, src_w, dst_w, xi, xf, out);
+#endif
     for (int d = 0; d < dst_w; d++) {
         const uint8_t *p = row + (size_t)xi[d] * 4;
         const uint8_t *q = xi[d] < src_w - 1 ? p + 4 : p;
@@ -50,8 +81,8 @@ static void ipk_bilinear_row(const uint8_t *row, int src_w, int dst_w, const int
 }
 
 IPK_VECTOR_CLONES
-int ipk_upscale_bilinear_rgba(const uint8_t *src, int src_w, int src_h, size_t src_stride,
-                              uint8_t *dst, int dst_w, int dst_h, size_t dst_stride) {
+static int ipk_upscale(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                       uint8_t *dst, int dst_w, int dst_h, size_t dst_stride, int simd) {
     if (src_w < 1 || src_h < 1 || dst_w < src_w || dst_h < src_h) return -1;
     int *xi = malloc(sizeof(int) * (size_t)dst_w);
     uint16_t *xf = malloc(sizeof(uint16_t) * (size_t)dst_w);
@@ -74,20 +105,32 @@ int ipk_upscale_bilinear_rgba(const uint8_t *src, int src_w, int src_h, size_t s
                 uint16_t *t = upper; upper = lower; lower = t;
                 upper_y = y0; lower_y = -1;
             } else {
-                ipk_bilinear_row(src + (size_t)y0 * src_stride, src_w, dst_w, xi, xf, upper);
+                ipk_bilinear_row(src + (size_t)y0 * src_stride, src_w, dst_w, xi, xf, upper, simd);
                 upper_y = y0;
             }
         }
         if (lower_y != y1) {
-            ipk_bilinear_row(src + (size_t)y1 * src_stride, src_w, dst_w, xi, xf, lower);
+            ipk_bilinear_row(src + (size_t)y1 * src_stride, src_w, dst_w, xi, xf, lower, simd);
             lower_y = y1;
         }
         uint32_t g = fy, h = 256 - g;
-        uint8_t *out = dst + (size_t)dy * dst_stride;
+        /* Restrict-qualified: told that the rows do not overlap, the compiler vectorises without checks. */
+        uint8_t *restrict out = dst + (size_t)dy * dst_stride;
+        const uint16_t *restrict top = upper, *restrict bottom = lower;
         for (int i = 0; i < dst_w * 4; i++) {
-            out[i] = (uint8_t)((upper[i] * h + lower[i] * g + 32768) >> 16);
+            out[i] = (uint8_t)((top[i] * h + bottom[i] * g + 32768) >> 16);
         }
     }
     free(xi); free(xf); free(rows);
     return 0;
+}
+
+int ipk_upscale_bilinear_rgba(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                              uint8_t *dst, int dst_w, int dst_h, size_t dst_stride) {
+    return ipk_upscale(src, src_w, src_h, src_stride, dst, dst_w, dst_h, dst_stride, 1);
+}
+
+int ipk_upscale_bilinear_rgba_scalar(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                                     uint8_t *dst, int dst_w, int dst_h, size_t dst_stride) {
+    return ipk_upscale(src, src_w, src_h, src_stride, dst, dst_w, dst_h, dst_stride, 0);
 }

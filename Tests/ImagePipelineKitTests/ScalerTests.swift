@@ -75,6 +75,30 @@ struct ScalerTests {
         }
     }
 
+    @Test("The enlarger's SIMD rows give the same bytes as its one-pixel-at-a-time rows")
+    func enlargementSIMDRowsMatchScalarRows() {
+        var state: UInt64 = 0xD1B5_4A32_D192_ED03
+        func next(_ bound: Int) -> Int {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            return Int(state % UInt64(bound))
+        }
+        for _ in 0..<400 {
+            let sourceWidth = 1 + next(60), sourceHeight = 1 + next(60)
+            let width = sourceWidth + next(200), height = sourceHeight + next(200)
+            let stride = sourceWidth * 4 + 4 * next(3)
+            let source = (0..<stride * sourceHeight).map { _ in UInt8(truncatingIfNeeded: next(256)) }
+            var simd = [UInt8](repeating: 0, count: width * height * 4)
+            var scalar = simd
+            let simdStatus = ipk_upscale_bilinear_rgba(source, Int32(sourceWidth), Int32(sourceHeight), stride,
+                                                       &simd, Int32(width), Int32(height), width * 4)
+            let scalarStatus = ipk_upscale_bilinear_rgba_scalar(source, Int32(sourceWidth), Int32(sourceHeight), stride,
+                                                                &scalar, Int32(width), Int32(height), width * 4)
+            #expect(simdStatus == 0 && scalarStatus == 0)
+            let differing = zip(simd, scalar).filter { $0 != $1 }.count
+            #expect(differing == 0, "\(sourceWidth)x\(sourceHeight) to \(width)x\(height): \(differing) bytes differ")
+        }
+    }
+
     @Test("Upscaling and non-uniform stretch produce exactly the requested size")
     func exactSizes() throws {
         let image = try makeBitmap(width: 40, height: 30) { x, y in RGBA(r: UInt8(x * 6), g: UInt8(y * 8), b: 0, a: 255) }

@@ -39,5 +39,9 @@ void ipk_box_reduce_rgba(const uint8_t *src, int src_w, int src_h, size_t src_st
    animations, whose every frame is scaled. Returns 0, or -1 when its two row buffers cannot be allocated. */
 int ipk_upscale_bilinear_rgba(const uint8_t *src, int src_w, int src_h, size_t src_stride,
                               uint8_t *dst, int dst_w, int dst_h, size_t dst_stride);
+/* The same enlargement with each source row interpolated one pixel at a time, as on a CPU without SSE4.1: the
+   tests check that both give the same bytes. */
+int ipk_upscale_bilinear_rgba_scalar(const uint8_t *src, int src_w, int src_h, size_t src_stride,
+                                     uint8_t *dst, int dst_w, int dst_h, size_t dst_stride);
 
 #endif
