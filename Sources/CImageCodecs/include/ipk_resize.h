@@ -3,9 +3,10 @@
 #include <stdint.h>
 #include <stddef.h>
 
-/* The scalers' loops are plain C that the compiler vectorises. The package builds for baseline x86-64 (SSE2,
-   without 32-bit multiplies); on x86-64 these functions are also compiled for AVX2 and the loader picks the
-   variant the CPU runs (an ifunc), which halves their time. Not under a sanitizer: the loader runs an ifunc's
+/* The scalers' loops are plain C that the compiler vectorises, except the per-pixel row loops, which have an
+   SSE4.1 version chosen at run time. The package builds for baseline x86-64 (SSE2, without 32-bit multiplies);
+   on x86-64 these functions are also compiled for AVX2 and the loader picks the variant the CPU runs (an
+   ifunc), which halves their time. Not under a sanitizer: the loader runs an ifunc's
    resolver before the sanitizer's runtime is up, and an instrumented resolver crashes the process at start. */
 #if defined(__x86_64__) && defined(__clang__)
 #if !__has_feature(thread_sanitizer) && !__has_feature(address_sanitizer)
