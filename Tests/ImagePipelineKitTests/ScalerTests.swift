@@ -51,51 +51,49 @@ struct ScalerTests {
 
     @Test("The resampler's SIMD rows give the same bytes as its one-tap-at-a-time rows, shrinking and enlarging")
     func simdRowsMatchScalarRows() {
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        expectSameBytes(seed: 0x9E37_79B9_7F4A_7C15, sizes: { round, next in
+            let source = PixelSize(width: 1 + next(200), height: 1 + next(120))
+            let target = round % 2 == 0
+                ? PixelSize(width: 1 + next(source.width), height: 1 + next(source.height))
+                : PixelSize(width: 1 + next(400), height: 1 + next(240))
+            return (source, target)
+        }, simd: { ipk_resample_rgba_premultiplied($0, $1, $2, $3, $4, $5, $6, $7, nil) },
+           scalar: ipk_resample_rgba_premultiplied_scalar)
+    }
+
+    @Test("The enlarger's SIMD rows give the same bytes as its one-pixel-at-a-time rows")
+    func enlargementSIMDRowsMatchScalarRows() {
+        expectSameBytes(seed: 0xD1B5_4A32_D192_ED03, sizes: { _, next in
+            let source = PixelSize(width: 1 + next(60), height: 1 + next(60))
+            return (source, PixelSize(width: source.width + next(200), height: source.height + next(200)))
+        }, simd: ipk_upscale_bilinear_rgba, scalar: ipk_upscale_bilinear_rgba_scalar)
+    }
+
+    /// A C scaler's call: source, width, height, stride; destination, width, height, stride.
+    typealias ScalerCall = (UnsafePointer<UInt8>?, Int32, Int32, Int, UnsafeMutablePointer<UInt8>?, Int32, Int32, Int) -> Int32
+
+    /// Runs both paths of a C scaler on 400 sources of random bytes (colour above alpha too, so that the clamps
+    /// are compared), at sizes `sizes` draws, and expects the same status and the same bytes.
+    private func expectSameBytes(seed: UInt64, sizes: (Int, (Int) -> Int) -> (source: PixelSize, target: PixelSize),
+                                 simd: ScalerCall, scalar: ScalerCall) {
+        var state = seed
         func next(_ bound: Int) -> Int {
             state ^= state << 13; state ^= state >> 7; state ^= state << 17
             return Int(state % UInt64(bound))
         }
         for round in 0..<400 {
-            let sourceWidth = 1 + next(200), sourceHeight = 1 + next(120)
-            let width = round % 2 == 0 ? 1 + next(sourceWidth) : 1 + next(400)
-            let height = round % 2 == 0 ? 1 + next(sourceHeight) : 1 + next(240)
-            let stride = sourceWidth * 4 + 4 * next(3)
-            // Raw random bytes: colour above alpha too, so that the clamps of both paths are compared.
-            let source = (0..<stride * sourceHeight).map { _ in UInt8(truncatingIfNeeded: next(256)) }
-            var simd = [UInt8](repeating: 0, count: width * height * 4)
-            var scalar = simd
-            let simdStatus = ipk_resample_rgba_premultiplied(source, Int32(sourceWidth), Int32(sourceHeight), stride,
-                                                             &simd, Int32(width), Int32(height), width * 4, nil)
-            let scalarStatus = ipk_resample_rgba_premultiplied_scalar(source, Int32(sourceWidth), Int32(sourceHeight), stride,
-                                                                      &scalar, Int32(width), Int32(height), width * 4)
-            #expect(simdStatus == 0 && scalarStatus == 0)
-            let differing = zip(simd, scalar).filter { $0 != $1 }.count
-            #expect(differing == 0, "\(sourceWidth)x\(sourceHeight) to \(width)x\(height): \(differing) bytes differ")
-        }
-    }
-
-    @Test("The enlarger's SIMD rows give the same bytes as its one-pixel-at-a-time rows")
-    func enlargementSIMDRowsMatchScalarRows() {
-        var state: UInt64 = 0xD1B5_4A32_D192_ED03
-        func next(_ bound: Int) -> Int {
-            state ^= state << 13; state ^= state >> 7; state ^= state << 17
-            return Int(state % UInt64(bound))
-        }
-        for _ in 0..<400 {
-            let sourceWidth = 1 + next(60), sourceHeight = 1 + next(60)
-            let width = sourceWidth + next(200), height = sourceHeight + next(200)
-            let stride = sourceWidth * 4 + 4 * next(3)
-            let source = (0..<stride * sourceHeight).map { _ in UInt8(truncatingIfNeeded: next(256)) }
-            var simd = [UInt8](repeating: 0, count: width * height * 4)
-            var scalar = simd
-            let simdStatus = ipk_upscale_bilinear_rgba(source, Int32(sourceWidth), Int32(sourceHeight), stride,
-                                                       &simd, Int32(width), Int32(height), width * 4)
-            let scalarStatus = ipk_upscale_bilinear_rgba_scalar(source, Int32(sourceWidth), Int32(sourceHeight), stride,
-                                                                &scalar, Int32(width), Int32(height), width * 4)
-            #expect(simdStatus == 0 && scalarStatus == 0)
-            let differing = zip(simd, scalar).filter { $0 != $1 }.count
-            #expect(differing == 0, "\(sourceWidth)x\(sourceHeight) to \(width)x\(height): \(differing) bytes differ")
+            let (source, target) = sizes(round, next)
+            let stride = source.width * 4 + 4 * next(3)
+            let pixels = (0..<stride * source.height).map { _ in UInt8(truncatingIfNeeded: next(256)) }
+            var fast = [UInt8](repeating: 0, count: target.width * target.height * 4)
+            var plain = fast
+            let fastStatus = simd(pixels, Int32(source.width), Int32(source.height), stride,
+                                  &fast, Int32(target.width), Int32(target.height), target.width * 4)
+            let plainStatus = scalar(pixels, Int32(source.width), Int32(source.height), stride,
+                                     &plain, Int32(target.width), Int32(target.height), target.width * 4)
+            #expect(fastStatus == 0 && plainStatus == 0)
+            let differing = zip(fast, plain).filter { $0 != $1 }.count
+            #expect(differing == 0, "\(source.width)x\(source.height) to \(target.width)x\(target.height): \(differing) bytes differ")
         }
     }
 
