@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ipk_resize.h"
+#include "ipk_pixel_pairs.h"
 
 /* Separable Catmull-Rom resampling in fixed point, the way Pillow resamples: per output position, the input
    range its kernel covers and the weights, normalised to 1 and scaled to IPK_WEIGHT_BITS; a vertical pass
@@ -106,15 +107,10 @@ static void ipk_horizontal_row_scalar(const uint8_t *in, uint8_t *out, int dst_w
     }
 }
 
-#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
-#include <immintrin.h>
-#define IPK_HAS_SSE41_ROW 1
-/* The same arithmetic two taps at a time: the two pixels' channels interleaved as 16-bit pairs, multiplied by
-   the two weights and summed in one instruction (pmaddwd). Products and sums are the scalar loop's, in 32 bits,
-   so the output is identical; it needs every weight to fit in 16 bits, which the kernel checks. */
+#ifdef IPK_HAS_SSE41_ROWS
+/* The same arithmetic two taps at a time (see ipk_pixel_pairs.h); the kernel checks that its weights fit. */
 __attribute__((target("sse4.1")))
 static void ipk_horizontal_row_sse41(const uint8_t *in, uint8_t *out, int dst_w, const ipk_kernel *k) {
-    const __m128i pairs = _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, -1, -1, -1, -1, -1, -1, -1, -1);
     const __m128i bias = _mm_set1_epi32(1 << (IPK_WEIGHT_BITS - 1));
     const __m128i alpha_bytes = _mm_setr_epi8(3, 3, 3, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
     for (int o = 0; o < dst_w; o++) {
@@ -123,10 +119,7 @@ static void ipk_horizontal_row_sse41(const uint8_t *in, uint8_t *out, int dst_w,
         int n = k->count[o], t = 0;
         __m128i sum = bias;
         for (; t + 1 < n; t += 2, p += 8) {
-            __m128i two = _mm_loadl_epi64((const __m128i *)p);
-            __m128i channels = _mm_cvtepu8_epi16(_mm_shuffle_epi8(two, pairs));
-            __m128i weights = _mm_set1_epi32((int32_t)(((uint32_t)(uint16_t)w[t + 1] << 16) | (uint16_t)w[t]));
-            sum = _mm_add_epi32(sum, _mm_madd_epi16(channels, weights));
+            sum = _mm_add_epi32(sum, ipk_weighted_pixel_pair(_mm_loadl_epi64((const __m128i *)p), w[t], w[t + 1]));
         }
         if (t < n) {
             int32_t last;
@@ -176,11 +169,14 @@ static int ipk_resample(const uint8_t *src, int src_w, int src_h, size_t src_str
         uint8_t *out = rows + (size_t)o * src_row_bytes;
         for (size_t i = 0; i < src_row_bytes; i++) out[i] = ipk_clamp8(sums[i]);
     }
+#ifdef IPK_HAS_SSE41_ROWS
+    simd_rows = simd_rows && horizontal.fits_16_bits && ipk_sse41_rows_available();
+#endif
     for (int y = 0; y < dst_h; y++) {
         const uint8_t *in = rows + (size_t)y * src_row_bytes;
         uint8_t *out = dst + (size_t)y * dst_stride;
-#ifdef IPK_HAS_SSE41_ROW
-        if (simd_rows && horizontal.fits_16_bits && __builtin_cpu_supports("sse4.1")) {
+#ifdef IPK_HAS_SSE41_ROWS
+        if (simd_rows) {
             ipk_horizontal_row_sse41(in, out, dst_w, &horizontal);
             continue;
         }

@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ipk_resize.h"
+#include "ipk_pixel_pairs.h"
 
 void ipk_box_reduce_rgba(const uint8_t *src, int src_w, int src_h, size_t src_stride,
                          uint8_t *dst, size_t dst_stride, int factor) {
@@ -36,15 +37,12 @@ static void ipk_bilinear_position(int src_n, int dst_n, int d, int *index, uint1
     *weight = (uint16_t)f;
 }
 
-#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
-#include <immintrin.h>
-#define IPK_HAS_SSE41_ROW 1
-/* The row below with SSE4.1: a pixel's two neighbours' channels interleaved as 16-bit pairs, times the two
-   weights, summed in one instruction (pmaddwd). The same products and sums, so the same values. */
+#ifdef IPK_HAS_SSE41_ROWS
+/* The row below with SSE4.1: each destination pixel weighs its two source neighbours in one instruction (see
+   ipk_pixel_pairs.h). */
 __attribute__((target("sse4.1")))
 static void ipk_bilinear_row_sse41(const uint8_t *row, int src_w, int dst_w, const int *xi, const uint16_t *xf,
                                    uint16_t *out) {
-    const __m128i pairs = _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, -1, -1, -1, -1, -1, -1, -1, -1);
     for (int d = 0; d < dst_w; d++) {
         const uint8_t *p = row + (size_t)xi[d] * 4;
         uint32_t f = xf[d], g = 256 - f;
@@ -56,8 +54,7 @@ static void ipk_bilinear_row_sse41(const uint8_t *row, int src_w, int dst_w, con
             memcpy(&last, p, 4);
             neighbours = (uint64_t)last * 0x100000001ull;
         }
-        __m128i channels = _mm_cvtepu8_epi16(_mm_shuffle_epi8(_mm_cvtsi64_si128((long long)neighbours), pairs));
-        __m128i sums = _mm_madd_epi16(channels, _mm_set1_epi32((int32_t)((f << 16) | g)));
+        __m128i sums = ipk_weighted_pixel_pair(_mm_cvtsi64_si128((long long)neighbours), (int32_t)g, (int32_t)f);
         _mm_storel_epi64((__m128i *)(out + (size_t)d * 4), _mm_packus_epi32(sums, sums));
     }
 }
@@ -66,8 +63,8 @@ static void ipk_bilinear_row_sse41(const uint8_t *row, int src_w, int dst_w, con
 /* One source row interpolated horizontally to dst_w pixels, scaled by 256. */
 static void ipk_bilinear_row(const uint8_t *row, int src_w, int dst_w, const int *xi, const uint16_t *xf,
                              uint16_t *out, int simd) {
-#ifdef IPK_HAS_SSE41_ROW
-    if (simd && __builtin_cpu_supports("sse4.1")) return ipk_bilinear_row_sse41(row, src_w, dst_w, xi, xf, out);
+#ifdef IPK_HAS_SSE41_ROWS
+    if (simd) return ipk_bilinear_row_sse41(row, src_w, dst_w, xi, xf, out);
 #endif
     for (int d = 0; d < dst_w; d++) {
         const uint8_t *p = row + (size_t)xi[d] * 4;
@@ -84,6 +81,9 @@ IPK_VECTOR_CLONES
 static int ipk_upscale(const uint8_t *src, int src_w, int src_h, size_t src_stride,
                        uint8_t *dst, int dst_w, int dst_h, size_t dst_stride, int simd) {
     if (src_w < 1 || src_h < 1 || dst_w < src_w || dst_h < src_h) return -1;
+#ifdef IPK_HAS_SSE41_ROWS
+    simd = simd && ipk_sse41_rows_available();
+#endif
     int *xi = malloc(sizeof(int) * (size_t)dst_w);
     uint16_t *xf = malloc(sizeof(uint16_t) * (size_t)dst_w);
     uint16_t *rows = malloc(sizeof(uint16_t) * (size_t)dst_w * 8);

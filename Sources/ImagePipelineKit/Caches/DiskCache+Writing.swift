@@ -119,23 +119,21 @@ extension DiskCache {
         try PipelineStage.diskIndex.measuringWithinStage { try pool.withLock(body) }
     }
 
-    /// Renames a written temp file over `key`'s file and records its row in place of `old`.
-    func _locked_publish(_ temporary: String, row: Row, key: EntryKey, replacing old: Row?) -> Bool {
+    /// Renames a written temp file over `key`'s file and records its row in place of `old`. Called inside the
+    /// write's transaction, so the rename and the row are under one hold of the index's write lock: another
+    /// process reading this entry sees the old file with the old row or the new file with the new row (see
+    /// `_locked_read`).
+    private func _locked_publish(_ temporary: String, row: Row, key: EntryKey, replacing old: Row?) -> Bool {
         let name = fileName(key)
         var row = row
         do {
-            // The rename and the row under one hold of the write lock: another process reading this entry sees
-            // the old file with the old row or the new file with the new row (see `_locked_read`).
-            try index.holdingWriteLock {
-                try fileSystem.rename(temporary, to: path(name))
-                row.inode = fileSystem.inode(of: path(name)) ?? 0
-                // If this fails, the file is the new one but the index keeps the old row: the inode check
-                // catches it on read.
-                try index.upsert(row, key: key, file: name)
-            }
+            try fileSystem.rename(temporary, to: path(name))
+            row.inode = fileSystem.inode(of: path(name)) ?? 0
+            // If this fails, the file is the new one but the index keeps the old row: the inode check catches it
+            // on read.
+            try index.upsert(row, key: key, file: name)
         } catch {
-            pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier,
-                                                      error: error as? DiskCacheError ?? .index("\(error)")))
+            pool._locked_report(.diskCacheWriteFailed(identifier: key.identifier, error: error))
             return false
         }
         pendingTouches[key] = nil
