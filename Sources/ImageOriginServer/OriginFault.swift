@@ -13,6 +13,10 @@ public enum OriginFault: Sendable, Hashable {
     /// Send the head and `N` body bytes, then nothing more: the connection stays open until the client goes
     /// away or the server shuts down.
     case stallAfterBytes(Int)
+    /// Send the head and `N` body bytes, wait `duration`, then send the rest: a hiccup at a known place, so
+    /// that a client reads the first `N` bytes apart from the rest however its reads happen to fall (on a
+    /// link, it replaces that response's random stall).
+    case pauseAfterBytes(Int, for: Duration)
     /// Declare `Content-Length: N` but send the real body, then close the connection (a longer declaration
     /// looks like a truncated body to the client, a shorter one leaves bytes the client must not use).
     case wrongContentLength(Int)
@@ -60,6 +64,13 @@ struct OriginFaultSet: Sendable, Hashable {
     }
 
     var interruption: Interruption?
+    /// A pause in the body: after how many body bytes, and for how long.
+    struct Pause: Sendable, Hashable {
+        var afterBytes: Int
+        var duration: Duration
+    }
+
+    var pause: Pause?
     var declaredLength: Int?
     var ignoresRange = false
     var ignoresIfRange = false
@@ -81,6 +92,7 @@ struct OriginFaultSet: Sendable, Hashable {
             case .closeAfterBytes(let bytes): interruption = interruption ?? .close(afterBytes: bytes)
             case .resetAfterBytes(let bytes): interruption = interruption ?? .reset(afterBytes: bytes)
             case .stallAfterBytes(let bytes): interruption = interruption ?? .stall(afterBytes: bytes)
+            case .pauseAfterBytes(let bytes, let duration): pause = pause ?? Pause(afterBytes: max(0, bytes), duration: max(duration, .zero))
             case .wrongContentLength(let length): declaredLength = declaredLength ?? max(0, length)
             case .ignoreRange: ignoresRange = true
             case .ignoreIfRange: ignoresIfRange = true

@@ -28,6 +28,8 @@ struct OriginResponsePlan: Sendable {
     var shaping: OriginShaping
     /// Whether ``bodyRange`` repeats forever instead of ending.
     var isEndless = false
+    /// Where the body pauses once, and for how long (``OriginFault/pauseAfterBytes(_:for:)``).
+    var pause: OriginFaultSet.Pause?
 
     /// Where the body byte at `offset` (counted from ``bodyRange``'s start, repeats included) comes from in
     /// ``body``, and how many bytes from there belong to the same repeat.
@@ -112,6 +114,7 @@ struct OriginResponsePlan: Sendable {
                                 shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength,
                                 chunked: faults.isChunked, closeDelimited: faults.isCloseDelimited)
             plan.isEndless = faults.isEndless && faults.interruption == nil
+            plan.pause = faults.pause
             return plan
         case .partial(let range):
             headers.add(name: "Content-Range", value: "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(length)")
@@ -120,6 +123,7 @@ struct OriginResponsePlan: Sendable {
                                 shaping: shaping, interruption: faults.interruption, declaredLength: faults.declaredLength,
                                 chunked: faults.isChunked, closeDelimited: faults.isCloseDelimited)
             plan.isEndless = faults.isEndless && faults.interruption == nil
+            plan.pause = faults.pause
             return plan
         case .unsatisfiable:
             headers.replaceOrAdd(name: "Content-Type", value: "text/plain; charset=utf-8")

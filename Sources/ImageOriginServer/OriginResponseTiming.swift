@@ -1,7 +1,8 @@
 import NIOCore
 
 /// When one response's head may go out, and where and for how long its body stalls: the route's first-byte
-/// latency plus, on a link, its round trip, jitter, stall and (for a connection's first response) handshake.
+/// latency plus, on a link, its round trip, jitter, stall and (for a connection's first response) handshake;
+/// a scripted pause (``OriginFault/pauseAfterBytes(_:for:)``) is a stall at a known place.
 /// Pure: decided once, when the response is planned.
 struct OriginResponseTiming {
     /// The head is sent at this time, or at once if it has passed.
@@ -29,6 +30,11 @@ struct OriginResponseTiming {
             latency += link.roundTrip + draws.jitter
             stallOffset = draws.stallOffset(in: plan.bodyRange)
             stallDuration = link.stallDuration
+        }
+        if let pause = plan.pause, pause.afterBytes < plan.bodyRange.count {
+            // A scripted pause replaces the link's random stall: a body pauses once.
+            stallOffset = plan.bodyRange.lowerBound + pause.afterBytes
+            stallDuration = pause.duration
         }
         headDeadline = start + TimeAmount(latency)
     }

@@ -103,6 +103,40 @@ struct OriginFaultTests {
         }
     }
 
+    @Test("pauseAfterBytes: N bytes arrive, then silence, then the rest of the body on the same response")
+    func pauseAfterBytes() async throws {
+        try await withFaultyOrigin([.pauseAfterBytes(1000, for: .seconds(1))]) { server in
+            let connection = try RawHTTPConnection(port: server.port)
+            let (head, first, silence, rest) = try await offloaded {
+                let head = try connection.readResponseHead(afterSending: "/a.jpg")
+                var first: [UInt8] = []
+                while first.count < 1000 {
+                    let (bytes, ending) = connection.readSome()
+                    if ending != nil { break }
+                    first += bytes
+                }
+                // A third of the pause: nothing comes.
+                connection.setReceiveTimeout(0.3)
+                let silence = connection.readSome()
+                // Then the other 4000 bytes, well within a few seconds.
+                connection.setReceiveTimeout(5)
+                var rest: [UInt8] = []
+                while rest.count < 4000 {
+                    let (bytes, ending) = connection.readSome()
+                    if ending != nil { break }
+                    rest += bytes
+                }
+                return (head, first, silence, rest)
+            }
+            #expect(head.contentLength == 5000)
+            #expect(byteMismatch(first, Self.asset.prefix(1000)) == nil)
+            #expect(silence.bytes.isEmpty && silence.ending == .timeout)
+            #expect(byteMismatch(first + rest, Array(Self.asset)) == nil)
+            try await server.waitForCompletedRequests(count: 1, timeout: .seconds(5))
+            #expect(server.requestLog.first?.bytesSent == 5000)
+        }
+    }
+
     @Test("stallAfterBytes makes URLSession time out")
     func stallURLSession() async throws {
         try await withFaultyOrigin([.stallAfterBytes(100)]) { server in

@@ -12,18 +12,32 @@ import TestSupport
 struct ProgressiveTests {
     static let images = CoordinatorHarness.imageURL.deletingLastPathComponent()
 
-    static func serve(_ name: String, at path: String, _ h: FetchHarness, bytesPerSecond: Int) throws -> Data {
+    /// Serves the bundled file `name` at `path`, `bytesPerSecond` fast; with `pausingHalfway`, the body also
+    /// pauses for half a second after its first half.
+    static func serve(_ name: String, at path: String, _ h: FetchHarness, bytesPerSecond: Int,
+                      pausingHalfway: Bool = false) throws -> Data {
         let data = try Data(contentsOf: images.appendingPathComponent(name))
+        serve(data, at: path, h, bytesPerSecond: bytesPerSecond, pausingHalfway: pausingHalfway)
+        return data
+    }
+
+    /// The pause is what makes "shown while it downloads" certain: the shaping alone spreads the body over a
+    /// second or more, but a client whose event loop is held up (a loaded machine running many tests) reads
+    /// what piled up in one go, and a session handed the rest of the file at once has nothing left to show.
+    static func serve(_ data: Data, at path: String, _ h: FetchHarness, bytesPerSecond: Int?, pausingHalfway: Bool) {
         h.server.setAsset(data, at: path, contentType: "application/octet-stream")
         h.server.setShaping(OriginShaping(bytesPerSecond: bytesPerSecond), for: path)
-        return data
+        if pausingHalfway {
+            h.server.setFaults([.pauseAfterBytes(data.count / 2, for: .milliseconds(500))], for: path)
+        }
     }
 
     @Test("Scenario 58: a delegate that agrees sees scans of the progressive JPEG before the final image, at the target",
           arguments: CoordinatorDownloader.allCases)
     func progressiveScans(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            _ = try Self.serve("skimage-astronaut-progressive.jpg", at: "/p.jpg", h, bytesPerSecond: 25_000)
+            _ = try Self.serve("skimage-astronaut-progressive.jpg", at: "/p.jpg", h, bytesPerSecond: 25_000,
+                               pausingHalfway: true)
             let target = PixelSize(width: 128, height: 128)
             let delegate = RecordingFetchDelegate(loadsProgressively: true)
             let operation = h.pipeline.operation(with: h.request("/p.jpg", identifier: "P", target: target), delegate: delegate)
@@ -83,19 +97,49 @@ struct ProgressiveTests {
         }
     }
 
-    /// Serves the bundled file `name` at `path` at `bytesPerSecond` and runs `body` with `codec` in the shared
-    /// catalogue, wrapped to count the one-shot decodes of that file's bytes; the codec is put back after.
+    @Test("An interlaced animation on a fast link, its first frame whole in the first read, still shows that frame and decodes once")
+    func interlacedAnimationReadWholeFrameFirst() async throws {
+        // fire.gif's frames are interlaced, and the first ends before byte 1600: the first read holds it whole.
+        try await Self.withCountingCodec(GIFCodec(), serving: "fire.gif", at: "/fire.gif",
+                                         bytesPerSecond: nil) { h, counting, data in
+            let target = PixelSize(width: 64, height: 64)
+            let (delegate, operation) = await h.fetch(h.request("/fire.gif", identifier: "F", target: target))
+            #expect(delegate.events.filter { $0 == .firstAnimatedFrame }.count == 1, "\(delegate.events)")
+            try Self.expectFinishedFromItsSession(try #require(operation.finalResult), counting, data, at: target)
+        }
+    }
+
+    /// Serves the bundled file `name` at `path` at `bytesPerSecond` (`nil`: as fast as the client reads),
+    /// pausing halfway, and runs `body` with `codec` in the shared catalogue, wrapped to count the one-shot
+    /// decodes of the bytes served; the codec is put back after. The bytes served are the file's with a comment
+    /// added, so that tests running meanwhile, which decode the same file through the same catalogue, are not
+    /// counted.
     private static func withCountingCodec(
-        _ codec: any ImageCodec, serving name: String, at path: String, bytesPerSecond: Int,
+        _ codec: any ImageCodec, serving name: String, at path: String, bytesPerSecond: Int?,
         _ body: (FetchHarness, OneShotCountingCodec, Data) async throws -> Void
     ) async throws {
-        let data = try Data(contentsOf: images.appendingPathComponent(name))
+        let data = try markedCopy(of: Data(contentsOf: images.appendingPathComponent(name)), type: codec.imageType)
         let counting = OneShotCountingCodec(codec, counting: data)
         CodecCatalogue.shared.setCodec(counting)
         defer { CodecCatalogue.shared.setCodec(counting.wrapped) }
         try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
-            _ = try serve(name, at: path, h, bytesPerSecond: bytesPerSecond)
+            serve(data, at: path, h, bytesPerSecond: bytesPerSecond, pausingHalfway: true)
             try await body(h, counting, data)
+        }
+    }
+
+    /// `image` with a comment that changes no pixel: a JPEG COM segment after SOI, a GIF comment extension
+    /// before the trailer, bytes after a WebP's RIFF chunk (which decoders ignore).
+    private static func markedCopy(of image: Data, type: ImageType) -> Data {
+        let note = Data("progressive tests".utf8)
+        switch type {
+        case .jpeg:
+            let length = note.count + 2
+            return image.prefix(2) + Data([0xFF, 0xFE, UInt8(length >> 8), UInt8(length & 0xFF)]) + note + image.dropFirst(2)
+        case .gif:
+            return image.dropLast() + Data([0x21, 0xFE, UInt8(note.count)]) + note + Data([0x00]) + image.suffix(1)
+        default:
+            return image + note
         }
     }
 
@@ -146,7 +190,7 @@ struct ProgressiveTests {
           arguments: CoordinatorDownloader.allCases)
     func firstAnimatedFrame(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            let gif = try Self.serve("fire.gif", at: "/fire.gif", h, bytesPerSecond: 8_000)
+            let gif = try Self.serve("fire.gif", at: "/fire.gif", h, bytesPerSecond: 8_000, pausingHalfway: true)
             let delegate = RecordingFetchDelegate()
             let operation = h.pipeline.operation(with: h.request("/fire.gif", identifier: "F"), delegate: delegate)
             h.pipeline.fetchImage(with: operation)
@@ -161,7 +205,7 @@ struct ProgressiveTests {
     }
 }
 
-/// A built-in codec that counts the one-shot decodes of one file's bytes (other tests decode other images
+/// A built-in codec that counts the one-shot decodes of one byte sequence (other tests decode other images
 /// meanwhile through the same catalogue).
 private final class OneShotCountingCodec: ImageCodec, ImageDecoder, @unchecked Sendable {
     // @unchecked: the counter is locked; the rest is never changed.

@@ -152,20 +152,24 @@ extension FetchOperation {
         _queue_tellDelegate { $0.fetchOperation(self, didUpdateProgressiveImage: scan, progress: progress) }
     }
 
-    /// Once per fetch, with the headers in: animated images get their first frame shown; progressive ones their
-    /// scans, when a policy exists for the type and the delegate agrees (asked here, on this queue, as TIP does).
+    /// Once per fetch, with the headers in: progressive images that are not animated get their scans shown
+    /// when a policy exists for the type and the delegate agrees (asked here, on this queue, as TIP does);
+    /// other images of a format that animates get their first frame shown if they turn out to animate.
+    ///
+    /// What the session knows by then depends on how much the first read brought: a GIF's interlacing (its
+    /// `isProgressive`) shows with its first frame, which a fast link delivers whole in the first read. So an
+    /// interlaced GIF is only shown scan by scan when a policy asks for GIF scans; otherwise it is a candidate
+    /// animation like any other, however its bytes arrived.
     private func _queue_decideIncremental(properties: ImageProperties, type: ImageType) {
-        if CodecCatalogue.shared.codec(for: type)?.supportsAnimation == true, properties.isAnimated || !properties.isProgressive {
-            // Whether a GIF or WebP animates shows only with its second frame: keep decoding until then.
-            incremental.wantsFirstFrame = true
+        if properties.isProgressive, !properties.isAnimated, let policy = plan.progressiveLoadingPolicies[type],
+           let delegate,
+           delegate.fetchOperation(self, shouldLoadProgressivelyWithIdentifier: plan.identifier, url: plan.url,
+                                   imageType: type, originalDimensions: properties.dimensions) {
+            incremental.policy = policy
             return
         }
-        guard properties.isProgressive, let policy = plan.progressiveLoadingPolicies[type],
-              let delegate,
-              delegate.fetchOperation(self, shouldLoadProgressivelyWithIdentifier: plan.identifier, url: plan.url,
-                                      imageType: type, originalDimensions: properties.dimensions)
-        else { return }
-        incremental.policy = policy
+        // Whether a GIF or WebP animates shows only with its second frame: keep decoding until then.
+        incremental.wantsFirstFrame = CodecCatalogue.shared.codec(for: type)?.supportsAnimation == true
     }
 
     /// Shows an animation's first frame once its second frame is in. The session is then parked: the rest of
