@@ -79,12 +79,7 @@ struct OriginFaultTests {
             let connection = try RawHTTPConnection(port: server.port)
             let (head, body, silence) = try await offloaded {
                 let head = try connection.readResponseHead(afterSending: "/a.jpg")
-                var body: [UInt8] = []
-                while body.count < 1000 {
-                    let (bytes, ending) = connection.readSome()
-                    if ending != nil { break }
-                    body += bytes
-                }
+                let body = connection.read(count: 1000)
                 // Then nothing more: half a second of silence, the connection still open.
                 connection.setReceiveTimeout(0.5)
                 return (head, body, connection.readSome())
@@ -109,24 +104,13 @@ struct OriginFaultTests {
             let connection = try RawHTTPConnection(port: server.port)
             let (head, first, silence, rest) = try await offloaded {
                 let head = try connection.readResponseHead(afterSending: "/a.jpg")
-                var first: [UInt8] = []
-                while first.count < 1000 {
-                    let (bytes, ending) = connection.readSome()
-                    if ending != nil { break }
-                    first += bytes
-                }
+                let first = connection.read(count: 1000)
                 // A third of the pause: nothing comes.
                 connection.setReceiveTimeout(0.3)
                 let silence = connection.readSome()
                 // Then the other 4000 bytes, well within a few seconds.
                 connection.setReceiveTimeout(5)
-                var rest: [UInt8] = []
-                while rest.count < 4000 {
-                    let (bytes, ending) = connection.readSome()
-                    if ending != nil { break }
-                    rest += bytes
-                }
-                return (head, first, silence, rest)
+                return (head, first, silence, connection.read(count: 4000))
             }
             #expect(head.contentLength == 5000)
             #expect(byteMismatch(first, Self.asset.prefix(1000)) == nil)

@@ -180,6 +180,17 @@ final class RawHTTPConnection: @unchecked Sendable {
         }
     }
 
+    /// Reads until `count` bytes arrived, or fewer when the connection ends or goes silent first.
+    func read(count: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        while bytes.count < count {
+            let (chunk, ending) = readSome(limit: count - bytes.count)
+            bytes += chunk
+            if ending != nil { break }
+        }
+        return bytes
+    }
+
     /// Reads at least one byte, up to `limit`.
     func readSome(limit: Int = 64 * 1024) -> (bytes: [UInt8], ending: Ending?) {
         if !buffered.isEmpty {
