@@ -87,6 +87,8 @@ struct FetchCommandTests {
         let image = try Data(contentsOf: ProgressiveTests.images.appendingPathComponent("skimage-astronaut-progressive.jpg"))
         server.setAsset(image, at: "/p.jpg", contentType: "image/jpeg")
         server.setShaping(OriginShaping(bytesPerSecond: 30_000))
+        // Paused halfway: the scans of the first half show even if the client reads the rest in one go.
+        server.setFaults([.pauseAfterBytes(image.count / 2, for: .milliseconds(500))], for: "/p.jpg")
         let cache = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-cli-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let url = server.url(for: "/p.jpg").absoluteString

@@ -6,7 +6,9 @@ import Testing
 import TestSupport
 
 /// AVIF and JPEG XL through a whole fetch over the loopback origin, slowed so that the bytes arrive over
-/// many chunks: a JPEG XL's passes show as progressive images, an AVIF animation's first frame early.
+/// many chunks, and paused halfway so that the first half arrives apart from the rest even when a loaded
+/// machine delays the client's reads: a JPEG XL's passes show as progressive images, an AVIF animation's first
+/// frame early.
 @Suite("AVIF and JPEG XL fetched while they download", .serialized,
        .enabled(if: ModernFormatTool.path("cjxl") != nil && ModernFormatTool.path("avifenc") != nil, "cjxl or avifenc not installed: skipped"))
 struct ModernFormatFetchTests {
@@ -17,6 +19,7 @@ struct ModernFormatFetchTests {
         try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
             h.server.setAsset(file, at: "/p.jxl", contentType: "application/octet-stream")
             h.server.setShaping(OriginShaping(bytesPerSecond: max(20_000, file.count * 2)), for: "/p.jxl")
+            h.server.setFaults([.pauseAfterBytes(file.count / 2, for: .milliseconds(500))], for: "/p.jxl")
             let delegate = RecordingFetchDelegate(loadsProgressively: true)
             let operation = h.pipeline.operation(with: h.request("/p.jxl", identifier: "p"), delegate: delegate)
             h.pipeline.fetchImage(with: operation)
@@ -36,6 +39,7 @@ struct ModernFormatFetchTests {
         try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
             h.server.setAsset(file, at: "/a.avif", contentType: "image/avif")
             h.server.setShaping(OriginShaping(bytesPerSecond: max(20_000, file.count * 2)), for: "/a.avif")
+            h.server.setFaults([.pauseAfterBytes(file.count / 2, for: .milliseconds(500))], for: "/a.avif")
             let delegate = RecordingFetchDelegate()
             let operation = h.pipeline.operation(with: h.request("/a.avif", identifier: "a"), delegate: delegate)
             h.pipeline.fetchImage(with: operation)
