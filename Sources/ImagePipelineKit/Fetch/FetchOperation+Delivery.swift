@@ -9,10 +9,15 @@ extension FetchOperation {
     /// and the walk goes on with `next`.
     func _queue_deliverCached(_ cached: CachedImageData, from tier: PipelineCaches.Tier, percolates: Bool = true,
                               source: ImageLoadSource? = nil, orElse next: @escaping @Sendable () -> Void) {
+        // A rendition that another fetch of the image kept while this one read memory or disk (the memory step
+        // looked for one first) is taken as that step would have. On disk this is a fetch that missed memory
+        // just before another fetch of the image stored it, and found the disk file that fetch wrote since: with
+        // that fetch's decode over and released, only the rendition spares a second decode. A fetch that may not
+        // read memory takes nothing from it, nor does a revalidated disk image (`source` given), which is
+        // delivered as such.
+        let takesRendition = plan.sources.contains(.memoryCache) && source == nil
         let source = source ?? tier.loadSource
-        // A rendition that another fetch of the image kept while this one read memory (the memory step looked
-        // for one first) is taken as that step would have.
-        let shortcut = tier != .memory ? nil : RenditionShortcut(find: { [self] in
+        let shortcut = !takesRendition ? nil : RenditionShortcut(find: { [self] in
             guard let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty else { return nil }
             return rendered
         }, deliver: { [self] rendered in _queue_succeed(rendered) })
