@@ -63,13 +63,13 @@ struct OriginFaultSet: Sendable, Hashable {
         }
     }
 
-    var interruption: Interruption?
     /// A pause in the body: after how many body bytes, and for how long.
     struct Pause: Sendable, Hashable {
         var afterBytes: Int
         var duration: Duration
     }
 
+    var interruption: Interruption?
     var pause: Pause?
     var declaredLength: Int?
     var ignoresRange = false
@@ -92,7 +92,8 @@ struct OriginFaultSet: Sendable, Hashable {
             case .closeAfterBytes(let bytes): interruption = interruption ?? .close(afterBytes: bytes)
             case .resetAfterBytes(let bytes): interruption = interruption ?? .reset(afterBytes: bytes)
             case .stallAfterBytes(let bytes): interruption = interruption ?? .stall(afterBytes: bytes)
-            case .pauseAfterBytes(let bytes, let duration): pause = pause ?? Pause(afterBytes: max(0, bytes), duration: max(duration, .zero))
+            case .pauseAfterBytes(let bytes, let duration):
+                pause = pause ?? Pause(afterBytes: max(0, bytes), duration: max(duration, .zero))
             case .wrongContentLength(let length): declaredLength = declaredLength ?? max(0, length)
             case .ignoreRange: ignoresRange = true
             case .ignoreIfRange: ignoresIfRange = true
