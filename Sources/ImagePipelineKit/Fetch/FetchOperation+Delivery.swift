@@ -13,10 +13,9 @@ extension FetchOperation {
         // looked for one first) is taken as that step would have. On disk this is a fetch that missed memory
         // just before another fetch of the image stored it, and found the disk file that fetch wrote since: with
         // that fetch's decode over and released, only the rendition spares a second decode. A fetch that may not
-        // read memory takes nothing from it, nor does a revalidated disk image (`source` given), which is
-        // delivered as such.
-        let takesRendition = plan.sources.contains(.memoryCache) && source == nil
+        // read memory takes nothing from it, nor does a revalidated disk image, which is delivered as such.
         let source = source ?? tier.loadSource
+        let takesRendition = plan.sources.contains(.memoryCache) && source != .diskRevalidated
         let shortcut = !takesRendition ? nil : RenditionShortcut(find: { [self] in
             guard let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty else { return nil }
             return rendered
