@@ -4,10 +4,10 @@ import PipelineLocking
 import TestSupport
 @testable import ImagePipelineKit
 
-/// A fetch that read a cached image while another fetch of it kept its rendition takes the rendition instead of
-/// decoding the bytes again. The bytes on disk here are not an image at all: a fetch that decoded them would
-/// fail, drop them and go on, so the outcome says which way it went.
-@Suite("A rendition kept while a fetch read the disk spares it the decode")
+/// A fetch that read a cached image, or owned a download, while another fetch of the image kept its rendition
+/// takes the rendition instead of decoding the bytes again. The bytes here are not an image at all: a fetch that
+/// decoded them would fail, so the outcome says which way it went.
+@Suite("A rendition kept while a fetch read the disk or downloaded spares it the decode")
 struct RenditionShortcutTests {
     let configuration = GlobalConfiguration()
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-shortcut-\(UUID().uuidString)")
@@ -59,5 +59,44 @@ struct RenditionShortcutTests {
         #expect(wentOn)
         #expect(operation.finalResult == nil)
         #expect(pipeline.caches.entry(in: .disk, identifier: "I")?.complete == nil)
+    }
+
+    /// Ends the download of "I" for a new fetch that owned it, with `bytes`, and waits for the fetch to finish.
+    func finishOwnedDownload(_ pipeline: ImagePipeline, bytes: Data, sources: LoadingSources = .all) async throws -> FetchOperation {
+        let request = GenericFetchRequest(url: url, identifier: "I", targetSizing: TargetSizing(dimensions: target),
+                                          loadingSources: sources)
+        let operation = pipeline.operation(with: request, delegate: nil)
+        let response = DownloadResponse(statusCode: 200, headers: DownloadHeaders(), url: url, expectedContentLength: bytes.count)
+        operation.queue.sync {
+            operation._queue_networkDidFinish(.success(DownloadResult(data: bytes, response: response, wasResumed: false,
+                                                                      isOwner: true, unnecessaryError: nil)))
+        }
+        _ = try await eventually { operation.isFinished }
+        return operation
+    }
+
+    @Test("The fetch that owned a download, told of its end after another fetch of it decoded the bytes, stores them from that rendition")
+    func ownerTakesRendition() async throws {
+        let pipeline = try pipeline()
+        defer { try? FileManager.default.removeItem(at: root) }
+        // A JPEG's magic numbers, then nothing a decoder accepts: only the rendition can make an image of them.
+        let bytes = Data([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0x5A, count: 300))
+        let operation = try await finishOwnedDownload(pipeline, bytes: bytes)
+        #expect(operation.error == nil)
+        #expect(operation.finalResult?.image.dimensions == target)
+        #expect(operation.finalResult?.source == .network)
+        #expect(pipeline.caches.entry(in: .memory, identifier: "I")?.complete?.data == bytes)
+    }
+
+    @Test("An owner that may not read memory, or whose bytes have no known format, decodes them")
+    func ownerDecodesWithoutShortcut() async throws {
+        let pipeline = try pipeline()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let jpegLike = Data([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0x5A, count: 300))
+        for operation in [try await finishOwnedDownload(pipeline, bytes: jpegLike, sources: [.network]),
+                          try await finishOwnedDownload(pipeline, bytes: Data(repeating: 0x5A, count: 300))] {
+            #expect(operation.finalResult == nil)
+            #expect(operation.error?.code == .couldNotDecodeImage)
+        }
     }
 }

@@ -93,16 +93,16 @@ extension FetchOperation {
             // A fetch that got the bytes after the decode another fetch made of them ended (a download stays
             // joinable until stored; the decode's image is held until it is in the rendered cache) takes it from
             // there rather than decoding again, when that rendition is of these bytes' URL (one of another URL, a
-            // kept preview, is not what was downloaded). The owner always decodes: it stores what the decode tells.
+            // kept preview, is not what was downloaded).
             let rendition: @Sendable () -> FetchResult? = { [self] in
                 guard let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty, rendered.url == plan.url
                 else { return nil }
                 return rendered
             }
             if !result.isOwner, let rendered = rendition() { return _queue_networkSucceeded(result, rendered: rendered) }
-            let shortcut = result.isOwner ? nil : RenditionShortcut(find: rendition) { [self] rendered in
-                _queue_networkSucceeded(result, rendered: rendered)
-            }
+            let shortcut = result.isOwner
+                ? _queue_ownerShortcut(result, rendition: rendition, whenStored: stored)
+                : RenditionShortcut(find: rendition) { [self] rendered in _queue_networkSucceeded(result, rendered: rendered) }
             // Fetches that shared the download share its decode too.
             _queue_decodeShared(result.data, ifAborted: stored, unlessRendered: shortcut,
                                 finishingIncremental: true) { [self] outcome in
@@ -125,6 +125,22 @@ extension FetchOperation {
         for observer in pipeline.currentObservers {
             observer.imagePipeline(pipeline, didFinishDownloadingImageAt: plan.url, imageType: type,
                                    sizeInBytes: result.data.count, dimensions: dimensions, wasResumed: result.wasResumed)
+        }
+    }
+
+    /// How the owner of a download skips decoding its bytes when another fetch of the download got them first
+    /// and decoded them: its decode over and released before the owner asked, only the rendition it kept is
+    /// left. The owner then stores the bytes with what that rendition tells (the format from the bytes' magic
+    /// numbers). Only an untransformed rendition is the decoded image that the store announces; a request that
+    /// may not read memory takes nothing from it.
+    private func _queue_ownerShortcut(_ result: DownloadResult, rendition: @escaping @Sendable () -> FetchResult?,
+                                      whenStored stored: @escaping @Sendable () -> Void) -> RenditionShortcut? {
+        guard plan.sources.contains(.memoryCache), let type = ImageType.detect(magicNumbersOf: result.data) else { return nil }
+        return RenditionShortcut(find: { rendition().flatMap { $0.imageWasTransformed ? nil : $0 } }) { [self] rendered in
+            let properties = ImageProperties(type: type, dimensions: rendered.originalDimensions,
+                                             isAnimated: rendered.image.isAnimated, frameCount: rendered.image.frameCount)
+            _queue_networkSucceeded(result, decoded: DecodedImage(container: rendered.image, properties: properties),
+                                    whenStored: stored)
         }
     }
 
