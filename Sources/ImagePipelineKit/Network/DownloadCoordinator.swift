@@ -16,16 +16,16 @@ import PipelineLocking
 /// - Revalidating (``ImageDownloadRequest/revalidating``) sends `If-None-Match` and `If-Modified-Since`; a `304`
 ///   ends the load as ``DownloadOutcome/notModified(_:)``, any other answer as for a plain request.
 ///
-/// Thread-safe. Everything mutable lives on one serial queue (TIP's downloader queue, a ``SerialDrain`` that a
-/// downloader's thread runs itself while it is idle); its private methods are named `_queue_…`, and clients are
-/// called on it.
+/// Thread-safe. Everything mutable lives on one serial queue (TIP's downloader queue); its private methods
+/// are named `_queue_…`, and clients are called on it.
 public final class DownloadCoordinator: @unchecked Sendable {
     // @unchecked: `downloads`, `pending`, `running` and every SharedDownload are touched only on `queue`;
     // `limit` is behind its lock.
 
     /// The downloader that moves the bytes.
     public let downloader: any ImageDownloader
-    let queue = SerialDrain(label: "ImagePipelineKit.DownloadCoordinator")
+    let queue = DispatchQueue(label: "ImagePipelineKit.DownloadCoordinator")
+    private let onQueue = DispatchSpecificKey<ObjectIdentifier>()
     private let limit: Locked<Int>
     private let configuration: GlobalConfiguration
     private var downloads: [ImageDownloadRequest.SharingKey: SharedDownload] = [:]
@@ -45,6 +45,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
         self.downloader = downloader
         self.limit = Locked(maxConcurrentDownloads)
         self.configuration = configuration
+        queue.setSpecific(key: onQueue, value: ObjectIdentifier(self))
     }
 
     /// How many downloads run at once (TIP's `maxConcurrentImagePipelineDownloadCount`, default 4). Read each
@@ -81,7 +82,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
 
     /// Runs `body` on the queue, inline when already there (a client starting a load from a callback).
     func runOnQueue<T>(_ body: () -> T) -> T {
-        queue.sync(body)
+        DispatchQueue.getSpecific(key: onQueue) == ObjectIdentifier(self) ? body() : queue.sync(execute: body)
     }
 
     // MARK: - On the queue

@@ -1,32 +1,41 @@
 import Foundation
 
-/// The downloader's delegate for one attempt of a shared download: hands its events to the coordinator's
-/// queue, in order. The downloader's thread (often a NIO event loop) runs them itself while nobody else runs
-/// the queue, and otherwise leaves them to the thread that does (``SerialDrain/runIfIdle(_:)``): it never
-/// waits for the queue, which may itself be waiting for that event loop. The bytes queued meanwhile are bounded
-/// by ``DownloadLimits/maxResponseBytes``.
+/// The downloader's delegate for one attempt of a shared download: moves its events onto the coordinator's
+/// queue, in order. Asynchronously: a downloader's thread may be a NIO event loop that the coordinator's queue
+/// itself waits on while it starts the next download, so blocking it here could deadlock both. The bytes
+/// queued meanwhile are bounded by ``DownloadLimits/maxResponseBytes``.
+///
+/// The events of a burst reach the queue in one block (``QueueBacklog``).
 final class DownloadEventRelay: ImageDownloadDelegate, Sendable {
-    private let download: SharedDownload
-    private let attempt: Int
-    private let request: DownloadRequest
-    private let queue: SerialDrain
+    private enum Event: Sendable {
+        case response(DownloadResponse)
+        case chunk(Data)
+        case completion(DownloadError?)
+    }
 
-    init(download: SharedDownload, attempt: Int, request: DownloadRequest, queue: SerialDrain) {
-        self.download = download
-        self.attempt = attempt
-        self.request = request
-        self.queue = queue
+    private let backlog: QueueBacklog<Event>
+
+    init(download: SharedDownload, attempt: Int, request: DownloadRequest, queue: DispatchQueue) {
+        backlog = QueueBacklog(queue: queue) { events in
+            for event in events {
+                switch event {
+                case .response(let response): download._queue_didReceive(response, attempt: attempt, request: request)
+                case .chunk(let chunk): download._queue_didReceive(chunk, attempt: attempt)
+                case .completion(let error): download._queue_didComplete(error, attempt: attempt)
+                }
+            }
+        }
     }
 
     func download(_ task: any ImageDownloadTask, didReceive response: DownloadResponse) {
-        queue.runIfIdle { [download, attempt, request] in download._queue_didReceive(response, attempt: attempt, request: request) }
+        backlog.add(.response(response))
     }
 
     func download(_ task: any ImageDownloadTask, didReceive chunk: Data) {
-        queue.runIfIdle { [download, attempt] in download._queue_didReceive(chunk, attempt: attempt) }
+        backlog.add(.chunk(chunk))
     }
 
     func download(_ task: any ImageDownloadTask, didCompleteWith error: DownloadError?) {
-        queue.runIfIdle { [download, attempt] in download._queue_didComplete(error, attempt: attempt) }
+        backlog.add(.completion(error))
     }
 }
