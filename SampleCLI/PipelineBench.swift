@@ -176,21 +176,25 @@ struct PipelineBench: AsyncParsableCommand {
         print(String(format: "CPU per image: the pipeline %.0f us (its process, less the loopback origin's %.0f us), the bare decodes %.0f us: %.2fx",
                      pipelineCPU - originCPU, originCPU, anchorCPU, anchorCPU / max(pipelineCPU - originCPU, 1)))
         if let fetchStart = cpu.before.cores, let fetchEnd = cpu.after.cores, let decodeStart = anchorBefore.cores,
-           let decodeEnd = anchorAfter.cores {
-            printCoreShares(fetching: fetchEnd.shares(since: fetchStart), decoding: decodeEnd.shares(since: decodeStart))
+           let decodeEnd = anchorAfter.cores, let floorStart = floorBefore.cores, let floorEnd = floorAfter.cores {
+            printCoreShares(fetching: fetchEnd.shares(since: fetchStart), handWritten: floorEnd.shares(since: floorStart),
+                            decoding: decodeEnd.shares(since: decodeStart))
         }
         print(String(format: "B12 pipeline: %.0f images/s, %.2fx the direct decodes on %d thread%@ (targets: >= 250 images/s on two cores, >= 0.85x); %.2fx the hand-written fetch",
                      rate, rate / anchor, threads, plural, rate / floor))
     }
 
-    /// How busy the cores were while fetching and while decoding bare: idle cores while fetching mean that
-    /// something other than CPU held the fetches up.
-    private func printCoreShares(fetching: CoreTimes.Shares, decoding: CoreTimes.Shares) {
+    /// How busy the cores were while the pipeline fetched, while the hand-written fetch ran and while decoding
+    /// bare: idle cores while fetching mean that something other than CPU held the fetches up, and the
+    /// hand-written fetch tells what any fetch over loopback leaves idle on the machine.
+    private func printCoreShares(fetching: CoreTimes.Shares, handWritten: CoreTimes.Shares, decoding: CoreTimes.Shares) {
         var line = String(format: "cores: the %d this process may run on were %.0f%% busy, %.0f%% idle while fetching; ",
                           CoreTimes.allowedCores.count, fetching.busy * 100, fetching.idle * 100)
+        line += String(format: "%.0f%% busy, %.0f%% idle during the hand-written fetch; ", handWritten.busy * 100, handWritten.idle * 100)
         line += String(format: "%.0f%% busy, %.0f%% idle during the bare decodes", decoding.busy * 100, decoding.idle * 100)
-        if fetching.steal + decoding.steal > 0.005 {
-            line += String(format: " (taken by the hypervisor: %.0f%% and %.0f%%)", fetching.steal * 100, decoding.steal * 100)
+        if fetching.steal + handWritten.steal + decoding.steal > 0.005 {
+            line += String(format: " (taken by the hypervisor: %.0f%%, %.0f%% and %.0f%%)", fetching.steal * 100,
+                           handWritten.steal * 100, decoding.steal * 100)
         }
         print(line)
     }
