@@ -91,10 +91,10 @@ final class SharedDownload: @unchecked Sendable {
         // answers with one of them.
         if !headers.contains("Accept") { headers.add(name: "Accept", value: CodecCatalogue.shared.acceptHeaderValue) }
         let initial = DownloadRequest(url: request.url, headers: headers, priority: priority, limits: request.limits)
-        // Most requests have neither closure: the download starts at once, on whichever thread runs the queue
-        // (the fetch's own, inside `load`): a downloader reports nothing from inside its start.
+        // Most requests have neither closure: no task, just the queue. Still asynchronous: `load` runs this on
+        // its caller's thread (`queue.sync`), and a downloader's start must not run there.
         guard request.hydration != nil || request.authorization != nil else {
-            return _queue_prepared(.success(initial))
+            return coordinator.queue.async { self._queue_prepared(.success(initial)) }
         }
         Task { [self] in
             let prepared = await Self.prepare(initial, hydration: request.hydration, authorization: request.authorization)
