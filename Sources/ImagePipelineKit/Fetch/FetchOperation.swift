@@ -266,8 +266,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     // MARK: - Finishing
 
     /// Succeeds with `result`. `percolate` (the disk write; the in-memory caches are written before this is
-    /// called) runs on this queue beside the delegate's callback, in a later block, and before the operation
-    /// reports finished, so the disk write never delays the image.
+    /// called) runs on this queue after the delegate heard of the image and before the operation reports
+    /// finished, so the disk write never delays the image.
     func _queue_succeed(_ result: FetchResult, percolate: (@Sendable () -> Void)? = nil) {
         guard !state.isFinished else { return }
         metricsRecorder.hitFinal()
@@ -297,35 +297,22 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         }
     }
 
-    /// Sets the final state, then tells the delegate, and runs `then` on this queue beside the delegate's
-    /// callback: in the next block of this queue, on the thread that is already running it, rather than after a
-    /// hop back from the delegate queue. The operation reports finished once both have run (TIP's ordering
-    /// guarantee: the final callback happens before `isFinished`).
+    /// Sets the final state, then tells the delegate, then runs `then` back on this queue, and only after that
+    /// reports the operation finished (TIP's ordering guarantee: the final callback happens before `isFinished`).
     private func _queue_finish(state finalState: State, then: (@Sendable () -> Void)? = nil,
                                _ callback: @escaping @Sendable (any FetchDelegate) -> Void) {
         _queue_setState(finalState)
         _queue_releaseSharedCacheLease()
         let claims = decodeClaims
         decodeClaims = []
-        let unfinished = Locked(then == nil ? 1 : 2)
-        let finishOne: @Sendable () -> Void = { [self] in
-            if unfinished.withLock({ count -> Bool in
-                count -= 1
-                return count == 0
-            }) { markFinished() }
-        }
         _queue_onDelegateQueue { [self] in
             if let delegate { pipeline.configuration.measuring(.delivery) { callback(delegate) } }
             // Given back once the delegate has the image (or the error): from here the pixels are the app's.
             claims.forEach { $0.releaseAll() }
-            finishOne()
-        }
-        // A later block, not now: callbacks that share a delegate turn with other fetches go out when the block
-        // that decoded ends, and the disk write must not hold them back.
-        if let then {
-            queue.async {
+            guard let then else { return markFinished() }
+            queue.async { [self] in
                 then()
-                finishOne()
+                markFinished()
             }
         }
     }
