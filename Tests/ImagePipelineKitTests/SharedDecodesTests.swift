@@ -145,4 +145,29 @@ struct SharedDecodesTests {
         #expect((try afterRelease?.get()) != nil)
         #expect(decoder.calls.withLock { $0 } == 2)
     }
+
+    @Test("A caller that takes a held image sends its delegate work with the decoding caller's turn, and work added after that turn went out still goes")
+    func heldImageSharesTheDecodersTurn() throws {
+        let table = SharedDecodes(), decoder = GatedDecoder(gateFirst: false)
+        let decodersTurn = SharedDelegateTurn(), lateTurn = SharedDelegateTurn()
+        _ = table.decode(png, key: key(png), holdingUntilReleased: true, using: { try decoder.decode(png) },
+                         sharing: decodersTurn) { _, _ in Issue.record("the first caller joined") }
+        let late = table.decode(Data(Array(png)), key: key(png), using: { try decoder.decode(png) },
+                                sharing: lateTurn) { _, _ in Issue.record("a late caller waited") }
+        #expect((try late?.get()) != nil)
+
+        let queue = DispatchQueue(label: "delegate")
+        let ran = Locked<[String]>([])
+        decodersTurn.add { ran.withLock { $0.append("decoder") } }
+        lateTurn.add { ran.withLock { $0.append("late") } }
+        lateTurn.enqueue(on: queue)   // forwarded: nothing goes out on its own
+        queue.sync {}
+        #expect(ran.withLock { $0 }.isEmpty)
+        decodersTurn.enqueue(on: queue)
+        queue.sync {}
+        #expect(ran.withLock { $0 } == ["decoder", "late"])
+        lateTurn.add { ran.withLock { $0.append("after the turn went out") } }
+        queue.sync {}
+        #expect(ran.withLock { $0 } == ["decoder", "late", "after the turn went out"])
+    }
 }

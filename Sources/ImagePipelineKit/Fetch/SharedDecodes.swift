@@ -31,6 +31,9 @@ final class SharedDecodes: Sendable {
         var waiters: [Waiter] = []
         /// The finished decode's image, held for late callers until its decoder releases it.
         var held: Outcome?
+        /// The delegate turn its decoder shares: a late caller that takes the held image sends its callbacks
+        /// with that turn.
+        var heldTurn: SharedDelegateTurn?
     }
 
     private struct State {
@@ -51,18 +54,19 @@ final class SharedDecodes: Sendable {
     /// decode's outcome and the `turn` its caller shares, on that decode's thread or beside it (the waiters
     /// of one decode are called on every core at once, before it returns).
     /// With `holdingUntilReleased`, an own decode's image stays for later callers of equal bytes until
-    /// ``release(_:)`` (a failed or interrupted decode is never held).
+    /// ``release(_:)`` (a failed or interrupted decode is never held); a later caller that takes it has its
+    /// `turn` forwarded to the decoding caller's (``SharedDelegateTurn/forward(to:)``).
     func decode(_ data: Data, key: Key, holdingUntilReleased: Bool = false, using decode: () throws -> DecodedImage,
                 sharing turn: SharedDelegateTurn? = nil,
                 joined: @escaping Waiter) -> Outcome? {
         enum Step {
             case own(token: UInt64)
             case join(token: UInt64, data: Data)
-            case held(Outcome, data: Data)
+            case held(Outcome, data: Data, turn: SharedDelegateTurn?)
         }
         let step = state.withLock { state -> Step in
             if let running = state.running[key] {
-                if let held = running.held { return .held(held, data: running.data) }
+                if let held = running.held { return .held(held, data: running.data, turn: running.heldTurn) }
                 return .join(token: running.token, data: running.data)
             }
             state.lastToken += 1
@@ -70,26 +74,30 @@ final class SharedDecodes: Sendable {
             return .own(token: state.lastToken)
         }
         switch step {
-        case .held(let outcome, let heldData):
-            return heldData == data ? outcome : Outcome { try decode() }
+        case .held(let outcome, let heldData, let heldTurn):
+            guard heldData == data else { return Outcome { try decode() } }
+            if let heldTurn { turn?.forward(to: heldTurn) }
+            return outcome
         case .join(let token, let runningData):
             // Compared outside the lock: a few microseconds for a large image, against milliseconds of decoding.
             guard runningData == data else { return Outcome { try decode() } }
             enum Joined {
                 case waiting
-                case held(Outcome)
+                case held(Outcome, turn: SharedDelegateTurn?)
                 case ended
             }
             let joinedStep = state.withLock { state -> Joined in
                 guard let running = state.running[key], running.token == token else { return .ended }
                 // It finished while the bytes were compared: its waiters were called already.
-                if let held = running.held { return .held(held) }
+                if let held = running.held { return .held(held, turn: running.heldTurn) }
                 state.running[key]?.waiters.append(joined)
                 return .waiting
             }
             switch joinedStep {
             case .waiting: return nil
-            case .held(let outcome): return outcome
+            case .held(let outcome, let heldTurn):
+                if let heldTurn { turn?.forward(to: heldTurn) }
+                return outcome
             case .ended: return Outcome { try decode() }
             }
         case .own(let token):
@@ -100,6 +108,7 @@ final class SharedDecodes: Sendable {
                 if holdingUntilReleased, (try? outcome.get()) != nil {
                     running.waiters = []
                     running.held = outcome
+                    running.heldTurn = turn
                     state.running[key] = running
                 } else {
                     state.running[key] = nil

@@ -2,25 +2,46 @@ import Dispatch
 import PipelineLocking
 
 /// One turn of the delegate queue shared by many fetches of one image: the fetch that decoded it, the fetches
-/// that waited for that decode (``SharedDecodes``) and those answered from its rendition while they waited in the
-/// operation queue (``WaitingFetches``) put their callbacks here, from several threads, and the decoding fetch
-/// enqueues the turn once all are in. Each fetch's callbacks stay in their order; the fetches run one after
+/// that waited for that decode or took the image it held (``SharedDecodes``) and those answered from its
+/// rendition while they waited in the operation queue (``WaitingFetches``) put their callbacks here, from several
+/// threads, and the decoding fetch enqueues the turn once all are in. Each fetch's callbacks stay in their order; the fetches run one after
 /// another. A hundred turns sent one by one reach the queue in waves, each waking its thread again, which
 /// spreads the callbacks of a hundred fetches of one image far beyond the millisecond they must all fit in;
 /// one turn keeps them together.
 final class SharedDelegateTurn: Sendable {
-    private let turns = Locked<[@Sendable () -> Void]>([])
+    private struct State {
+        var turns: [@Sendable () -> Void] = []
+        /// Where the turn went, once enqueued: callbacks added later get a block of their own there at once.
+        var sentTo: DispatchQueue?
+        /// The turn that takes this one's callbacks instead (see ``forward(to:)``).
+        var forwardedTo: SharedDelegateTurn?
+    }
+
+    private let state = Locked(State())
 
     /// Adds one fetch's callbacks.
     func add(_ turn: @escaping @Sendable () -> Void) {
-        turns.withLock { $0.append(turn) }
+        enum Destination { case kept, forwarded(SharedDelegateTurn), sent(DispatchQueue) }
+        let destination = state.withLock { state -> Destination in
+            if let other = state.forwardedTo { return .forwarded(other) }
+            if let queue = state.sentTo { return .sent(queue) }
+            state.turns.append(turn)
+            return .kept
+        }
+        switch destination {
+        case .kept: break
+        case .forwarded(let other): other.add(turn)
+        case .sent(let queue): queue.async { DelegateQueueDiagnostics.delegateTurn(turn) }
+        }
     }
 
     /// Enqueues everything added as one block on `queue`.
     func enqueue(on queue: DispatchQueue) {
-        let all = turns.withLock { turns -> [@Sendable () -> Void] in
-            defer { turns = [] }
-            return turns
+        let all = state.withLock { state -> [@Sendable () -> Void] in
+            guard state.forwardedTo == nil else { return [] }
+            state.sentTo = queue
+            defer { state.turns = [] }
+            return state.turns
         }
         guard !all.isEmpty else { return }
         queue.async {
@@ -28,5 +49,19 @@ final class SharedDelegateTurn: Sendable {
                 for turn in all { turn() }
             }
         }
+    }
+
+    /// Sends this turn's callbacks, those added so far and those to come, with `other`: a fetch that took the
+    /// image another fetch's decode held delivers with that decode's fetches, not in a block of its own just
+    /// before or after theirs.
+    func forward(to other: SharedDelegateTurn) {
+        guard other !== self else { return }
+        let added = state.withLock { state -> [@Sendable () -> Void] in
+            guard state.forwardedTo == nil, state.sentTo == nil else { return [] }
+            state.forwardedTo = other
+            defer { state.turns = [] }
+            return state.turns
+        }
+        added.forEach(other.add)
     }
 }
