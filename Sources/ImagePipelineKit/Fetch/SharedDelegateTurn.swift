@@ -4,10 +4,10 @@ import PipelineLocking
 /// One turn of the delegate queue shared by many fetches of one image: the fetch that decoded it, the fetches
 /// that waited for that decode or took the image it held (``SharedDecodes``) and those answered from its
 /// rendition while they waited in the operation queue (``WaitingFetches``) put their callbacks here, from several
-/// threads, and the decoding fetch enqueues the turn once all are in. Each fetch's callbacks stay in their order; the fetches run one after
-/// another. A hundred turns sent one by one reach the queue in waves, each waking its thread again, which
-/// spreads the callbacks of a hundred fetches of one image far beyond the millisecond they must all fit in;
-/// one turn keeps them together.
+/// threads, and the decoding fetch enqueues the turn once all are in. Each fetch's callbacks stay in their order;
+/// the fetches run one after another. A hundred turns sent one by one reach the queue in waves, each waking its
+/// thread again, which spreads the callbacks of a hundred fetches of one image far beyond the millisecond they
+/// must all fit in; one turn keeps them together.
 final class SharedDelegateTurn: Sendable {
     private struct State {
         var turns: [@Sendable () -> Void] = []
