@@ -13,6 +13,8 @@ struct RenditionShortcutTests {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-shortcut-\(UUID().uuidString)")
     let url = URL(string: "http://t/a.jpg")!
     let target = PixelSize(width: 8, height: 8)
+    /// A JPEG's magic numbers, then nothing a decoder accepts: only a rendition can make an image of them.
+    let jpegThenJunk = Data([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0x5A, count: 300))
 
     /// A pipeline holding undecodable bytes on disk for "I", and a rendition of "I" at the target.
     func pipeline() throws -> ImagePipeline {
@@ -79,21 +81,18 @@ struct RenditionShortcutTests {
     func ownerTakesRendition() async throws {
         let pipeline = try pipeline()
         defer { try? FileManager.default.removeItem(at: root) }
-        // A JPEG's magic numbers, then nothing a decoder accepts: only the rendition can make an image of them.
-        let bytes = Data([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0x5A, count: 300))
-        let operation = try await finishOwnedDownload(pipeline, bytes: bytes)
+        let operation = try await finishOwnedDownload(pipeline, bytes: jpegThenJunk)
         #expect(operation.error == nil)
         #expect(operation.finalResult?.image.dimensions == target)
         #expect(operation.finalResult?.source == .network)
-        #expect(pipeline.caches.entry(in: .memory, identifier: "I")?.complete?.data == bytes)
+        #expect(pipeline.caches.entry(in: .memory, identifier: "I")?.complete?.data == jpegThenJunk)
     }
 
     @Test("An owner that may not read memory, or whose bytes have no known format, decodes them")
     func ownerDecodesWithoutShortcut() async throws {
         let pipeline = try pipeline()
         defer { try? FileManager.default.removeItem(at: root) }
-        let jpegLike = Data([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0x5A, count: 300))
-        for operation in [try await finishOwnedDownload(pipeline, bytes: jpegLike, sources: [.network]),
+        for operation in [try await finishOwnedDownload(pipeline, bytes: jpegThenJunk, sources: [.network]),
                           try await finishOwnedDownload(pipeline, bytes: Data(repeating: 0x5A, count: 300))] {
             #expect(operation.finalResult == nil)
             #expect(operation.error?.code == .couldNotDecodeImage)

@@ -16,10 +16,8 @@ extension FetchOperation {
         // read memory takes nothing from it, nor does a revalidated disk image, which is delivered as such.
         let source = source ?? tier.loadSource
         let takesRendition = plan.sources.contains(.memoryCache) && source != .diskRevalidated
-        let shortcut = !takesRendition ? nil : RenditionShortcut(find: { [self] in
-            guard let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty else { return nil }
-            return rendered
-        }, deliver: { [self] rendered in _queue_succeed(rendered) })
+        let shortcut = !takesRendition ? nil : RenditionShortcut(find: { [self] in pipeline.cleanRendition(for: plan) },
+                                                                 deliver: { [self] rendered in _queue_succeed(rendered) })
         _queue_decodeShared(cached.data, unlessRendered: shortcut) { [self] outcome in
             guard case .success(let decoded) = outcome else {
                 pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: plan.identifier, source: source))
@@ -238,7 +236,7 @@ extension FetchOperation {
     /// fetch just made: its delegate hears now; the operation reports finished once the queue starts it.
     private func _queue_answerWhileWaiting(sharing turn: SharedDelegateTurn) {
         guard state == .idle, !isCancelled, !isDelegateGone,
-              let (result, isDirty) = pipeline.renderedResult(for: plan), !isDirty else { return }
+              let result = pipeline.cleanRendition(for: plan) else { return }
         // A fetch that never started has nothing on the delegate queue yet: its callbacks can go in the shared turn.
         _queue_sharingDelegateTurn(turn) {
             _queue_setState(.starting)

@@ -95,9 +95,7 @@ extension FetchOperation {
             // there rather than decoding again, when that rendition is of these bytes' URL (one of another URL, a
             // kept preview, is not what was downloaded).
             let rendition: @Sendable () -> FetchResult? = { [self] in
-                guard let (rendered, isDirty) = pipeline.renderedResult(for: plan), !isDirty, rendered.url == plan.url
-                else { return nil }
-                return rendered
+                pipeline.cleanRendition(for: plan).flatMap { $0.url == plan.url ? $0 : nil }
             }
             if !result.isOwner, let rendered = rendition() { return _queue_networkSucceeded(result, rendered: rendered) }
             let shortcut = result.isOwner

@@ -110,7 +110,7 @@ extension FetchOperation {
         // A rendition made while this fetch waited in the operation queue (another fetch of the image finished)
         // needs no decode. TIP reads the rendered cache only before queueing; reading it again here is what
         // lets a hundred queued fetches of one image cost one decode.
-        if tier == .memory, let (result, isDirty) = pipeline.renderedResult(for: plan), !isDirty {
+        if tier == .memory, let result = pipeline.cleanRendition(for: plan) {
             _queue_succeed(result)
             return .finished
         }

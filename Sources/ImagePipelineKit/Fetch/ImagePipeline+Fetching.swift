@@ -63,6 +63,13 @@ extension ImagePipeline {
                                  imageWasTransformed: lookup.transformerIdentifier != nil)
         return (result, hit.isDirty)
     }
+
+    /// The rendition `plan` asks the rendered cache for, unless it is marked dirty (stale: a preview, not a final
+    /// image): what a fetch takes instead of decoding.
+    func cleanRendition(for plan: FetchPlan) -> FetchResult? {
+        guard let (result, isDirty) = renderedResult(for: plan), !isDirty else { return nil }
+        return result
+    }
 }
 
 extension FetchOperation {

@@ -29,11 +29,20 @@ final class SharedDecodes: Sendable {
         var token: UInt64
         var data: Data
         var waiters: [Waiter] = []
-        /// The finished decode's image, held for late callers until its decoder releases it.
-        var held: Outcome?
-        /// The delegate turn its decoder shares: a late caller that takes the held image sends its callbacks
-        /// with that turn.
-        var heldTurn: SharedDelegateTurn?
+        /// The finished decode's image, held for late callers until its decoder releases it, with the delegate
+        /// turn its decoder shares: a late caller that takes the image sends its callbacks with that turn.
+        var held: Held?
+    }
+
+    private struct Held {
+        var outcome: Outcome
+        var turn: SharedDelegateTurn?
+
+        /// The image for a late caller, whose `turn` now goes with the decoder's.
+        func take(sharing turn: SharedDelegateTurn?) -> Outcome {
+            if let decodersTurn = self.turn { turn?.forward(to: decodersTurn) }
+            return outcome
+        }
     }
 
     private struct State {
@@ -62,11 +71,11 @@ final class SharedDecodes: Sendable {
         enum Step {
             case own(token: UInt64)
             case join(token: UInt64, data: Data)
-            case held(Outcome, data: Data, turn: SharedDelegateTurn?)
+            case held(Held, data: Data)
         }
         let step = state.withLock { state -> Step in
             if let running = state.running[key] {
-                if let held = running.held { return .held(held, data: running.data, turn: running.heldTurn) }
+                if let held = running.held { return .held(held, data: running.data) }
                 return .join(token: running.token, data: running.data)
             }
             state.lastToken += 1
@@ -74,30 +83,26 @@ final class SharedDecodes: Sendable {
             return .own(token: state.lastToken)
         }
         switch step {
-        case .held(let outcome, let heldData, let heldTurn):
-            guard heldData == data else { return Outcome { try decode() } }
-            if let heldTurn { turn?.forward(to: heldTurn) }
-            return outcome
+        case .held(let held, let heldData):
+            return heldData == data ? held.take(sharing: turn) : Outcome { try decode() }
         case .join(let token, let runningData):
             // Compared outside the lock: a few microseconds for a large image, against milliseconds of decoding.
             guard runningData == data else { return Outcome { try decode() } }
             enum Joined {
                 case waiting
-                case held(Outcome, turn: SharedDelegateTurn?)
+                case held(Held)
                 case ended
             }
             let joinedStep = state.withLock { state -> Joined in
                 guard let running = state.running[key], running.token == token else { return .ended }
                 // It finished while the bytes were compared: its waiters were called already.
-                if let held = running.held { return .held(held, turn: running.heldTurn) }
+                if let held = running.held { return .held(held) }
                 state.running[key]?.waiters.append(joined)
                 return .waiting
             }
             switch joinedStep {
             case .waiting: return nil
-            case .held(let outcome, let heldTurn):
-                if let heldTurn { turn?.forward(to: heldTurn) }
-                return outcome
+            case .held(let held): return held.take(sharing: turn)
             case .ended: return Outcome { try decode() }
             }
         case .own(let token):
@@ -107,8 +112,7 @@ final class SharedDecodes: Sendable {
                 let waiters = running.waiters
                 if holdingUntilReleased, (try? outcome.get()) != nil {
                     running.waiters = []
-                    running.held = outcome
-                    running.heldTurn = turn
+                    running.held = Held(outcome: outcome, turn: turn)
                     state.running[key] = running
                 } else {
                     state.running[key] = nil
