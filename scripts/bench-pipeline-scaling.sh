@@ -6,8 +6,13 @@
 # disk copy costs on the machine), and how idle the cores were while the pipeline fetched and during the
 # hand-written fetch (idle cores while there is work: hand-offs between threads, not CPU, held the fetches up).
 #
-#   scripts/bench-pipeline-scaling.sh                 # CORES="1 2" ROUNDS=5 IMAGES=1000
+#   scripts/bench-pipeline-scaling.sh                 # CORES="1 2" ROUNDS=5 IMAGES=1000 PAUSE=30
 #   CORES="1 2 4 8 16" scripts/bench-pipeline-scaling.sh   # on a larger machine
+#
+# Each run starts PAUSE seconds after the one before: a run deletes the thousands of files it wrote when it
+# ends, and on ext4 without a journal every file created in the next half minute has its inode picked past
+# those (a scan per file, which made the next run's disk writes up to twice as costly). PAUSE=0 runs them
+# back to back.
 #
 # Targets: 2 cores >= 1.8x of 1; N cores >= 0.75 x N x the one-thread anchor.
 set -euo pipefail
@@ -15,13 +20,17 @@ cd "$(dirname "$0")/.."
 CORES=${CORES:-"1 2"}
 ROUNDS=${ROUNDS:-5}
 IMAGES=${IMAGES:-1000}
+PAUSE=${PAUSE:-30}
 CLI=${CLI:-.build/release/sample-cli}
 [ -x "$CLI" ] || swift build -c release --product sample-cli >/dev/null
 available=$(nproc)
 results=$(mktemp); trap 'rm -f "$results"' EXIT
+first=1
 for round in $(seq "$ROUNDS"); do
     for n in $CORES; do
         [ "$n" -le "$available" ] || { echo "skipping $n cores: this machine has $available" >&2; continue; }
+        [ "$first" = 1 ] || sleep "$PAUSE"
+        first=0
         output=$(taskset -c "0-$((n - 1))" "$CLI" bench pipeline --images "$IMAGES" --threads "$n" || true)
         line=$(echo "$output" | grep '^B12 pipeline' || true)
         cores=$(echo "$output" | grep '^cores:' || true)

@@ -129,7 +129,8 @@ struct SharedDecodesTests {
     @Test("A held image goes to callers of equal bytes after the decode ended, until its decoder releases it")
     func heldUntilReleased() throws {
         let table = SharedDecodes(), decoder = GatedDecoder(gateFirst: false)
-        let own = table.decode(png, key: key(png), holdingUntilReleased: true, using: { try decoder.decode(png) }) { _, _ in
+        let hold = SharedDecodes.Hold(key(png))
+        let own = table.decode(png, key: key(png), holding: hold, using: { try decoder.decode(png) }) { _, _ in
             Issue.record("the first caller joined")
         }
         let image = try #require(try own?.get())
@@ -140,9 +141,31 @@ struct SharedDecodesTests {
         #expect(try late?.get().container.frames[0].bitmap === image.container.frames[0].bitmap)
         #expect(decoder.calls.withLock { $0 } == 1)
         // Once released, a caller decodes again.
-        table.release(key(png))
+        table.release(hold)
         let afterRelease = table.decode(png, key: key(png), using: { try decoder.decode(png) }) { _, _ in Issue.record("joined") }
         #expect((try afterRelease?.get()) != nil)
+        #expect(decoder.calls.withLock { $0 } == 2)
+    }
+
+    @Test("A late caller that took the held image and releases its own hold leaves the image held for the next")
+    func lateCallersReleaseKeepsTheHold() throws {
+        let table = SharedDecodes(), decoder = GatedDecoder(gateFirst: false)
+        let decodersHold = SharedDecodes.Hold(key(png))
+        _ = table.decode(png, key: key(png), holding: decodersHold, using: { try decoder.decode(png) }) { _, _ in
+            Issue.record("the first caller joined")
+        }
+        // A fetch asks every decode to hold its image, and releases that hold once done, whether or not it decoded.
+        let lateHold = SharedDecodes.Hold(key(png))
+        let late = table.decode(png, key: key(png), holding: lateHold, using: { try decoder.decode(png) }) { _, _ in
+            Issue.record("a late caller waited")
+        }
+        #expect((try late?.get()) != nil)
+        table.release(lateHold)
+        let third = table.decode(png, key: key(png), using: { try decoder.decode(png) }) { _, _ in Issue.record("joined") }
+        #expect((try third?.get()) != nil)
+        #expect(decoder.calls.withLock { $0 } == 1)
+        table.release(decodersHold)
+        _ = table.decode(png, key: key(png), using: { try decoder.decode(png) }) { _, _ in Issue.record("joined") }
         #expect(decoder.calls.withLock { $0 } == 2)
     }
 
@@ -150,7 +173,7 @@ struct SharedDecodesTests {
     func heldImageSharesTheDecodersTurn() throws {
         let table = SharedDecodes(), decoder = GatedDecoder(gateFirst: false)
         let decodersTurn = SharedDelegateTurn(), lateTurn = SharedDelegateTurn()
-        _ = table.decode(png, key: key(png), holdingUntilReleased: true, using: { try decoder.decode(png) },
+        _ = table.decode(png, key: key(png), holding: SharedDecodes.Hold(key(png)), using: { try decoder.decode(png) },
                          sharing: decodersTurn) { _, _ in Issue.record("the first caller joined") }
         let late = table.decode(Data(Array(png)), key: key(png), using: { try decoder.decode(png) },
                                 sharing: lateTurn) { _, _ in Issue.record("a late caller waited") }

@@ -14,6 +14,15 @@ public final class CodecCatalogue: Sendable {
         var codecs: [ImageType: any ImageCodec] = [:]
         /// Registration order, for detection of formats without magic numbers.
         var order: [ImageType] = []
+        /// ``acceptHeaderValue`` as last built, until the codecs change: every download asks for it.
+        var acceptHeader: String?
+        /// Counts changes of the codecs, so that a header built meanwhile is not kept.
+        var generation = 0
+
+        mutating func codecsChanged() {
+            generation += 1
+            acceptHeader = nil
+        }
     }
     private let state = Locked(State())
 
@@ -37,12 +46,14 @@ public final class CodecCatalogue: Sendable {
             if state.codecs.updateValue(codec, forKey: codec.imageType) == nil {
                 state.order.append(codec.imageType)
             }
+            state.codecsChanged()
         }
     }
 
     /// Replaces the codec for `type` with what `body` makes of the current one (`nil` removes it).
     public func replaceCodec(for type: ImageType, using body: ((any ImageCodec)?) -> (any ImageCodec)?) {
         state.withLock { state in
+            state.codecsChanged()
             let replacement = body(state.codecs[type])
             if let replacement {
                 precondition(replacement.imageType == type, "a replacement codec must keep the image type")
@@ -57,6 +68,7 @@ public final class CodecCatalogue: Sendable {
     @discardableResult
     public func removeCodec(for type: ImageType) -> (any ImageCodec)? {
         state.withLock { state in
+            state.codecsChanged()
             state.order.removeAll { $0 == type }
             return state.codecs.removeValue(forKey: type)
         }
@@ -66,8 +78,14 @@ public final class CodecCatalogue: Sendable {
     /// this catalogue decodes, in registration order. Nothing else is listed (no `image/*`), so a server that
     /// chooses the format by `Accept` never picks one the pipeline cannot decode.
     public var acceptHeaderValue: String {
-        let (order, codecs) = state.withLock { ($0.order, $0.codecs) }
-        return order.filter { codecs[$0]!.properties.contains(.decoding) }.compactMap(\.mimeType).joined(separator: ", ")
+        let (order, codecs, built, generation) = state.withLock { ($0.order, $0.codecs, $0.acceptHeader, $0.generation) }
+        if let built { return built }
+        // Built outside the lock: a codec's properties are its own code.
+        let value = order.filter { codecs[$0]!.properties.contains(.decoding) }.compactMap(\.mimeType).joined(separator: ", ")
+        state.withLock { state in
+            if state.generation == generation { state.acceptHeader = value }
+        }
+        return value
     }
 
     public func properties(for type: ImageType) -> CodecProperties {

@@ -124,8 +124,9 @@ extension FetchOperation {
         // callbacks in one turn of the delegate queue (a hundred fetches of one image then reach the delegate
         // within a fraction of a millisecond), sent once `body` ran.
         let turn = SharedDelegateTurn()
+        let hold = SharedDecodes.Hold(key)
         var rendition: FetchResult?
-        let own = decodes.decode(data, key: key, holdingUntilReleased: true,
+        let own = decodes.decode(data, key: key, holding: hold,
                                  using: {
                                      // Asked only once this fetch is to decode on its own: a decode of the same
                                      // bytes that ended before then had kept its rendition before releasing them,
@@ -155,7 +156,7 @@ extension FetchOperation {
         }
         guard let own else { return }
         defer {
-            decodes.release(key)
+            decodes.release(hold)
             turn.enqueue(on: pipeline.configuration.delegateQueue)
         }
         if let rendition, let shortcut {

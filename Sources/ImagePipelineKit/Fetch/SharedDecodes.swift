@@ -7,8 +7,8 @@ import PipelineLocking
 /// The first fetch to ask decodes on its own queue; a fetch that asks while that decode runs, for equal bytes
 /// under an equal key, waits for its outcome instead of decoding again. A fetch that comes after the decode
 /// ended decodes on its own: the rendered cache, not this table, keeps results. Between the two, a decoder that
-/// asks to hold its image (`holdingUntilReleased`) keeps it here until it has put it in the rendered cache and
-/// calls ``release(_:)``: a fetch that got the same bytes in that window (a download stays joinable until its
+/// asks to hold its image (with a ``Hold``) keeps it here until it has put it in the rendered cache and
+/// calls ``release(_:)`` with that hold: a fetch that got the same bytes in that window (a download stays joinable until its
 /// image is stored) takes it instead of decoding again (without the hold, a hundred concurrent
 /// fetches of one image sometimes decoded it twice).
 final class SharedDecodes: Sendable {
@@ -24,6 +24,15 @@ final class SharedDecodes: Sendable {
         var byteCount: Int
     }
 
+    /// A caller's claim to hold the image of a decode it runs itself. Only a release of the claim that made the
+    /// hold drops the image: a caller that took a held image, or decoded other bytes under the same key, and
+    /// releases its own claim leaves the decoder's image for the callers still to come.
+    final class Hold: Sendable {
+        let key: Key
+
+        init(_ key: Key) { self.key = key }
+    }
+
     private struct Running {
         /// Tells this decode from a later one under the same key.
         var token: UInt64
@@ -37,6 +46,8 @@ final class SharedDecodes: Sendable {
     private struct Held {
         var outcome: Outcome
         var turn: SharedDelegateTurn?
+        /// The claim of the caller that decoded it: the one release that drops it.
+        var claim: Hold
 
         /// The image for a late caller, whose `turn` now goes with the decoder's.
         func take(sharing turn: SharedDelegateTurn?) -> Outcome {
@@ -62,10 +73,10 @@ final class SharedDecodes: Sendable {
     /// bytes under `key` is running on another thread, returns `nil` at once and later calls `joined` with that
     /// decode's outcome and the `turn` its caller shares, on that decode's thread or beside it (the waiters
     /// of one decode are called on every core at once, before it returns).
-    /// With `holdingUntilReleased`, an own decode's image stays for later callers of equal bytes until
-    /// ``release(_:)`` (a failed or interrupted decode is never held); a later caller that takes it has its
-    /// `turn` forwarded to the decoding caller's (``SharedDelegateTurn/forward(to:)``).
-    func decode(_ data: Data, key: Key, holdingUntilReleased: Bool = false, using decode: () throws -> DecodedImage,
+    /// With a `hold` (for `key`), an own decode's image stays for later callers of equal bytes until
+    /// ``release(_:)`` of that hold (a failed or interrupted decode is never held); a later caller that takes it
+    /// has its `turn` forwarded to the decoding caller's (``SharedDelegateTurn/forward(to:)``).
+    func decode(_ data: Data, key: Key, holding hold: Hold? = nil, using decode: () throws -> DecodedImage,
                 sharing turn: SharedDelegateTurn? = nil,
                 joined: @escaping Waiter) -> Outcome? {
         enum Step {
@@ -110,9 +121,9 @@ final class SharedDecodes: Sendable {
             let waiters = state.withLock { state -> [Waiter] in
                 guard var running = state.running[key], running.token == token else { return [] }
                 let waiters = running.waiters
-                if holdingUntilReleased, (try? outcome.get()) != nil {
+                if let hold, (try? outcome.get()) != nil {
                     running.waiters = []
-                    running.held = Held(outcome: outcome, turn: turn)
+                    running.held = Held(outcome: outcome, turn: turn, claim: hold)
                     state.running[key] = running
                 } else {
                     state.running[key] = nil
@@ -126,10 +137,16 @@ final class SharedDecodes: Sendable {
         }
     }
 
-    /// Drops the image a decode under `key` held (its decoder has put it in the rendered cache, or gave up).
-    func release(_ key: Key) {
+    /// Drops the image that the decode made with `hold` held (its decoder has put it in the rendered cache, or
+    /// gave up); does nothing when `hold` holds nothing.
+    func release(_ hold: Hold) {
         state.withLock { state in
-            if state.running[key]?.held != nil { state.running[key] = nil }
+            if state.running[hold.key]?.held?.claim === hold { state.running[hold.key] = nil }
         }
+    }
+
+    /// How many callers wait for running decodes, all keys together.
+    var waitingCallerCount: Int {
+        state.withLock { $0.running.values.reduce(0) { $0 + $1.waiters.count } }
     }
 }
