@@ -193,4 +193,33 @@ struct SharedDecodesTests {
         queue.sync {}
         #expect(ran.withLock { $0 } == ["decoder", "late", "after the turn went out"])
     }
+
+    @Test("What a callback leaves for after the turn runs once the turn's last callback ran, forwarded turns' too; outside the turn's block it runs at once")
+    func afterCallbacksWaitForTheTurnsEnd() {
+        let turn = SharedDelegateTurn(), forwarded = SharedDelegateTurn()
+        forwarded.forward(to: turn)
+        let queue = DispatchQueue(label: "delegate")
+        let ran = Locked<[String]>([])
+        turn.add {
+            ran.withLock { $0.append("first") }
+            turn.afterCallbacks { ran.withLock { $0.append("after first") } }
+        }
+        forwarded.add {
+            ran.withLock { $0.append("forwarded") }
+            forwarded.afterCallbacks { ran.withLock { $0.append("after forwarded") } }
+        }
+        turn.add { ran.withLock { $0.append("last") } }
+        turn.enqueue(on: queue)
+        queue.sync {}
+        #expect(ran.withLock { $0 } == ["first", "forwarded", "last", "after first", "after forwarded"])
+        turn.afterCallbacks { ran.withLock { $0.append("outside") } }
+        #expect(ran.withLock { $0.last } == "outside")
+        // A callback added after the turn went out runs in a block of its own, and what it leaves runs right after.
+        turn.add {
+            ran.withLock { $0.append("late") }
+            turn.afterCallbacks { ran.withLock { $0.append("after late") } }
+        }
+        queue.sync {}
+        #expect(ran.withLock { Array($0.suffix(2)) } == ["late", "after late"])
+    }
 }

@@ -305,15 +305,22 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         _queue_releaseSharedCacheLease()
         let claims = decodeClaims
         decodeClaims = []
+        let sharedTurn = sharedDelegateTurn
         _queue_onDelegateQueue { [self] in
             if let delegate { pipeline.configuration.measuring(.delivery) { callback(delegate) } }
             // Given back once the delegate has the image (or the error): from here the pixels are the app's.
             claims.forEach { $0.releaseAll() }
-            guard let then else { return markFinished() }
-            queue.async { [self] in
-                then()
-                markFinished()
+            let afterwards: @Sendable () -> Void = { [self] in
+                guard let then else { return markFinished() }
+                queue.async { [self] in
+                    then()
+                    markFinished()
+                }
             }
+            // In a turn that many fetches share, what comes after a callback (the disk write, the operation's end,
+            // which starts the next fetches) waits for the turn's last callback: started at once, it took a core
+            // from the delegate queue on a small machine, and the callbacks after it came late.
+            if let sharedTurn { sharedTurn.afterCallbacks(afterwards) } else { afterwards() }
         }
     }
 

@@ -15,6 +15,10 @@ final class SharedDelegateTurn: Sendable {
         var sentTo: DispatchQueue?
         /// The turn that takes this one's callbacks instead (see ``forward(to:)``).
         var forwardedTo: SharedDelegateTurn?
+        /// Whether the turn's block is running its callbacks, and what waits for it to end
+        /// (``afterCallbacks(_:)``).
+        var delivering = false
+        var afterwards: [@Sendable () -> Void] = []
     }
 
     private let state = Locked(State())
@@ -44,10 +48,34 @@ final class SharedDelegateTurn: Sendable {
             return state.turns
         }
         guard !all.isEmpty else { return }
-        queue.async {
+        queue.async { [self] in
             DelegateQueueDiagnostics.delegateTurn {
+                state.withLock { $0.delivering = true }
                 for turn in all { turn() }
+                let afterwards = state.withLock { state -> [@Sendable () -> Void] in
+                    state.delivering = false
+                    defer { state.afterwards = [] }
+                    return state.afterwards
+                }
+                for work in afterwards { work() }
             }
+        }
+    }
+
+    /// Runs `work` once the turn's block has run every callback in it, or at once when no block of this turn is
+    /// running (`work` comes from a callback sent in a block of its own). Called from a callback.
+    func afterCallbacks(_ work: @escaping @Sendable () -> Void) {
+        enum Destination { case now, later, forwarded(SharedDelegateTurn) }
+        let destination = state.withLock { state -> Destination in
+            if let other = state.forwardedTo { return .forwarded(other) }
+            guard state.delivering else { return .now }
+            state.afterwards.append(work)
+            return .later
+        }
+        switch destination {
+        case .now: work()
+        case .later: break
+        case .forwarded(let other): other.afterCallbacks(work)
         }
     }
 
