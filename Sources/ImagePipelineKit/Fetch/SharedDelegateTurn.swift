@@ -7,7 +7,9 @@ import PipelineLocking
 /// threads, and the decoding fetch enqueues the turn once all are in. Each fetch's callbacks stay in their order;
 /// the fetches run one after another. A hundred turns sent one by one reach the queue in waves, each waking its
 /// thread again, which spreads the callbacks of a hundred fetches of one image far beyond the millisecond they
-/// must all fit in; one turn keeps them together.
+/// must all fit in; one turn keeps them together. What a callback starts elsewhere (a disk write, the end of its
+/// operation) waits for the turn's last callback (``afterCallbacks(_:)``), so that no other thread takes the
+/// delegate queue's core in the middle of the turn.
 final class SharedDelegateTurn: Sendable {
     private struct State {
         var turns: [@Sendable () -> Void] = []
