@@ -78,10 +78,13 @@ public final class CodecCatalogue: Sendable {
     /// this catalogue decodes, in registration order. Nothing else is listed (no `image/*`), so a server that
     /// chooses the format by `Accept` never picks one the pipeline cannot decode.
     public var acceptHeaderValue: String {
-        let (order, codecs, built, generation) = state.withLock { ($0.order, $0.codecs, $0.acceptHeader, $0.generation) }
+        let (order, codecs, built, generation) = state.withLock {
+            ($0.order, $0.codecs, $0.acceptHeader, $0.generation)
+        }
         if let built { return built }
         // Built outside the lock: a codec's properties are its own code.
-        let value = order.filter { codecs[$0]!.properties.contains(.decoding) }.compactMap(\.mimeType).joined(separator: ", ")
+        let value = order.filter { codecs[$0]!.properties.contains(.decoding) }
+            .compactMap(\.mimeType).joined(separator: ", ")
         state.withLock { state in
             if state.generation == generation { state.acceptHeader = value }
         }

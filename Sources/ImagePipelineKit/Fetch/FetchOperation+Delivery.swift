@@ -16,8 +16,9 @@ extension FetchOperation {
         // read memory takes nothing from it, nor does a revalidated disk image, which is delivered as such.
         let source = source ?? tier.loadSource
         let takesRendition = plan.sources.contains(.memoryCache) && source != .diskRevalidated
-        let shortcut = !takesRendition ? nil : RenditionShortcut(find: { [self] in pipeline.cleanRendition(for: plan) },
-                                                                 deliver: { [self] rendered in _queue_succeed(rendered) })
+        let shortcut = !takesRendition ? nil : RenditionShortcut(
+            find: { [self] in pipeline.cleanRendition(for: plan) },
+            deliver: { [self] rendered in _queue_succeed(rendered) })
         _queue_decodeShared(cached.data, unlessRendered: shortcut) { [self] outcome in
             guard case .success(let decoded) = outcome else {
                 pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: plan.identifier, source: source))

@@ -7,9 +7,9 @@ import PipelineLocking
 /// The first fetch to ask decodes on its own queue; a fetch that asks while that decode runs, for equal bytes
 /// under an equal key, waits for its outcome instead of decoding again. A fetch that comes after the decode
 /// ended decodes on its own: the rendered cache, not this table, keeps results. Between the two, a decoder that
-/// asks to hold its image (with a ``Hold``) keeps it here until it has put it in the rendered cache and
-/// calls ``release(_:)`` with that hold: a fetch that got the same bytes in that window (a download stays joinable until its
-/// image is stored) takes it instead of decoding again (without the hold, a hundred concurrent
+/// asks to hold its image (with a ``Hold``) keeps it here until it has put it in the rendered cache and calls
+/// ``release(_:)`` with that hold: a fetch that got the same bytes in that window (a download stays joinable
+/// until its image is stored) takes it instead of decoding again (without the hold, a hundred concurrent
 /// fetches of one image sometimes decoded it twice).
 final class SharedDecodes: Sendable {
     typealias Outcome = Result<DecodedImage, any Error>
@@ -145,7 +145,7 @@ final class SharedDecodes: Sendable {
         }
     }
 
-    /// How many callers wait for running decodes, all keys together.
+    /// How many callers wait for running decodes, all keys together (for tests and inspection).
     var waitingCallerCount: Int {
         state.withLock { $0.running.values.reduce(0) { $0 + $1.waiters.count } }
     }
