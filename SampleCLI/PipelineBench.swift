@@ -100,7 +100,8 @@ struct PipelineBench: AsyncParsableCommand {
             the anchor's threads, and --downloads (default: 4, or --threads when larger) the downloads at once; \
             --threads does not keep the process on that many cores: \
             scripts/bench-pipeline-scaling.sh runs it under taskset for 1, 2, ... cores. \
-            --breakdown turns the pipeline's stage CPU times on and prints CPU time per image by stage. \
+            --breakdown turns the pipeline's stage CPU times on and prints CPU time per image by stage, and how \
+            long each number of decodes ran at once (about one per core keeps the cores decoding). \
             Targets: at least 250 images/s on two cores, and 0.85x the anchor.
             """
     )
@@ -126,7 +127,7 @@ struct PipelineBench: AsyncParsableCommand {
         valueName: "MB"))
     var diskCacheMb: Int?
 
-    @Flag(help: "Record the pipeline's stage CPU times and print where each image's CPU time went.")
+    @Flag(help: "Record the pipeline's stage CPU times and print where each image's CPU time went, and how long each number of decodes ran at once.")
     var breakdown = false
 
     /// On loopback a download is over in a millisecond or two, so four at once (TIP's limit, made for a
@@ -225,7 +226,10 @@ struct PipelineBench: AsyncParsableCommand {
         let rate = Double(images) / seconds
         print(String(format: "pipeline: %d images in %.2f s = %.0f images/s with %d decode slot%@ and %d downloads (disk cache: %.1f MB written)",
                      images, seconds, rate, threads, threads == 1 ? "" : "s", downloadSlots, Double(diskBytes) / 1e6))
-        if breakdown { printStageBreakdown(images: images, stages: stages.totals, before: cpu.0, after: cpu.1) }
+        if breakdown {
+            printStageBreakdown(images: images, stages: stages.totals, before: cpu.0, after: cpu.1)
+            printDecodesAtOnce(stages.decodesAtOnceTotals)
+        }
         return (rate, (cpu.0, cpu.1))
     }
 

@@ -5,16 +5,25 @@ import PipelineLocking
 
 /// Where a benchmark's CPU time went: the pipeline's own stage times (``PipelineStage``, recorded while
 /// ``GlobalConfiguration/recordsStageCPUTime`` is on), the event-loop threads of SwiftNIO (the loopback origin
-/// and the HTTP client share them), and the rest of the process (queue hops, locks, bookkeeping).
+/// and the HTTP client share them), and the rest of the process (queue hops, locks, bookkeeping); and how many
+/// decodes ran at once.
 final class StageTimeCollector: MetricsFactory, Sendable {
     private let nanoseconds = Locked<[String: Int64]>([:])
+    private let decodesAtOnce = Locked<[Int: Int64]>([:])
 
     /// CPU nanoseconds recorded per stage so far.
     var totals: [String: Int64] { nanoseconds.withLock { $0 } }
 
+    /// Wall nanoseconds recorded per number of decodes running at once.
+    var decodesAtOnceTotals: [Int: Int64] { decodesAtOnce.withLock { $0 } }
+
     func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { IgnoredMetric() }
     func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler { IgnoredMetric() }
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        if label == PipelineMetricLabels.decodesAtOnceTime,
+           let count = dimensions.first(where: { $0.0 == "decodes" }).flatMap({ Int($0.1) }) {
+            return DecodesAtOnceTimer(collector: self, count: count)
+        }
         guard label == PipelineMetricLabels.stageCPUTime, let stage = dimensions.first(where: { $0.0 == "stage" })?.1 else {
             return IgnoredMetric()
         }
@@ -32,6 +41,16 @@ final class StageTimeCollector: MetricsFactory, Sendable {
             self.stage = stage
         }
         func recordNanoseconds(_ duration: Int64) { collector.nanoseconds.withLock { $0[stage, default: 0] += duration } }
+    }
+
+    private final class DecodesAtOnceTimer: TimerHandler, Sendable {
+        let collector: StageTimeCollector
+        let count: Int
+        init(collector: StageTimeCollector, count: Int) {
+            self.collector = collector
+            self.count = count
+        }
+        func recordNanoseconds(_ duration: Int64) { collector.decodesAtOnce.withLock { $0[count, default: 0] += duration } }
     }
 }
 
@@ -93,4 +112,14 @@ func printStageBreakdown(images: Int, stages: [String: Int64], before: ProcessCP
     print("  client loops: SwiftNIO's threads of the HTTP client (receiving); origin loops: the loopback origin's own")
     print("  threads (sending), which a real server would not spend; other: the rest of the process (queue hops, locks,")
     print("  the download coordinator and bookkeeping outside the stages).")
+}
+
+/// Prints the share of the time from the first decode's start to the last one's end during which each number
+/// of decodes ran at once.
+func printDecodesAtOnce(_ totals: [Int: Int64]) {
+    let whole = Double(totals.values.reduce(0, +))
+    guard whole > 0 else { return }
+    let shares = totals.keys.sorted().map { String(format: "%d: %.0f%%", $0, Double(totals[$0] ?? 0) / whole * 100) }
+    print("decodes at once, share of the time from the first decode's start to the last one's end: "
+          + shares.joined(separator: ", "))
 }

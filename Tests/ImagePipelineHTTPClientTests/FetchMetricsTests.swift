@@ -94,7 +94,7 @@ struct FetchMetricsTests {
         }
     }
 
-    @Test("Stage CPU times: off by default; on, a cold fetch records its cache reads, decode, stores and delivery",
+    @Test("Stage CPU times: off by default; on, a cold fetch records its cache reads, decode, stores, delivery and decodes at once",
           arguments: [CoordinatorDownloader.httpClient])
     func stageCPUTimes(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
@@ -103,6 +103,7 @@ struct FetchMetricsTests {
             #expect(h.configuration.recordsStageCPUTime == false)
             _ = await h.fetch(h.request("/a.jpg", identifier: "off"))
             #expect(throws: (any Error).self) { try recorded.expectTimer(PipelineMetricLabels.stageCPUTime, [("stage", "decode")]) }
+            #expect(throws: (any Error).self) { try recorded.expectTimer(PipelineMetricLabels.decodesAtOnceTime, [("decodes", "1")]) }
 
             h.configuration.recordsStageCPUTime = true
             h.server.setAsset(h.image, at: "/on.jpg", contentType: "image/jpeg")
@@ -118,6 +119,8 @@ struct FetchMetricsTests {
             }
             // Only the decode of a real image takes measurable CPU for sure.
             #expect(try recorded.expectTimer(PipelineMetricLabels.stageCPUTime, [("stage", "decode")]).values.max() ?? 0 > 0)
+            // The one decode ran alone: its end recorded the time with one decode running.
+            #expect(try recorded.expectTimer(PipelineMetricLabels.decodesAtOnceTime, [("decodes", "1")]).values.max() ?? 0 > 0)
         }
     }
 }

@@ -1,4 +1,5 @@
 import MetricsTestKit
+import Foundation
 import Testing
 @testable import ImagePipelineKit
 
@@ -34,6 +35,28 @@ struct StageCPUTimeTests {
         // The decode stage did nothing but call the scaler: counted whole, it would exceed the scale stage.
         #expect(scale[0] > 0)
         #expect(decode[0] < scale[0] / 4, "decode \(decode[0]) ns, scale \(scale[0]) ns")
+    }
+
+    @Test("Decodes at once: the wall time at each number of running decodes, from the first decode's start")
+    func decodesAtOnceRecordsTheTimeAtEachNumber() throws {
+        let (metrics, configuration) = Self.recordingConfiguration()
+        // One decode for 20 ms, then a second beside it for 20 ms, then the first alone again.
+        configuration.measuring(.decode) {
+            Thread.sleep(forTimeInterval: 0.02)
+            configuration.measuring(.decode) { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        let label = PipelineMetricLabels.decodesAtOnceTime
+        let one = try metrics.expectTimer(label, [("decodes", "1")]).values
+        let two = try metrics.expectTimer(label, [("decodes", "2")]).values
+        // Recorded at the second decode's start and at each end; nothing before the first decode started.
+        #expect(one.count == 2 && two.count == 1)
+        #expect(one.reduce(0, +) >= 20_000_000 && two[0] >= 20_000_000, "one \(one) ns, two \(two) ns")
+        #expect(throws: (any Error).self) { try metrics.expectTimer(label, [("decodes", "0")]) }
+
+        // Off, nothing more is counted or recorded.
+        configuration.recordsStageCPUTime = false
+        configuration.measuring(.decode) {}
+        #expect(try metrics.expectTimer(label, [("decodes", "1")]).values.count == 2)
     }
 
     @Test("Scaling outside any measured stage records nothing")

@@ -45,6 +45,8 @@ public final class GlobalConfiguration: Sendable {
     private let decodeSlots = Locked(GlobalConfiguration.defaultMaxConcurrentImageDecodeCount)
     /// See ``recordsStageCPUTime``; read once per stage of every fetch, hence an atomic.
     let stageCPUTimeSwitch = Atomic<Bool>(false)
+    /// The fetch decodes running now, counted while ``recordsStageCPUTime`` is on.
+    let decodesAtOnce = DecodesAtOnce()
     private let currentAcceptHeader = Locked<String?>(nil)
     /// See ``metricsFactory``; `nil` reads `MetricsSystem.factory` at each use.
     let chosenMetricsFactory = Locked<(any MetricsFactory)?>(nil)
