@@ -22,35 +22,24 @@ final class StageTimeCollector: MetricsFactory, Sendable {
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
         if label == PipelineMetricLabels.decodesAtOnceTime,
            let count = dimensions.first(where: { $0.0 == "decodes" }).flatMap({ Int($0.1) }) {
-            return DecodesAtOnceTimer(collector: self, count: count)
+            return Summing { [self] nanoseconds in decodesAtOnce.withLock { $0[count, default: 0] += nanoseconds } }
         }
         guard label == PipelineMetricLabels.stageCPUTime, let stage = dimensions.first(where: { $0.0 == "stage" })?.1 else {
             return IgnoredMetric()
         }
-        return StageTimer(collector: self, stage: stage)
+        return Summing { [self] elapsed in nanoseconds.withLock { $0[stage, default: 0] += elapsed } }
     }
     func destroyCounter(_ handler: any CounterHandler) {}
     func destroyRecorder(_ handler: any RecorderHandler) {}
     func destroyTimer(_ handler: any TimerHandler) {}
 
-    private final class StageTimer: TimerHandler, Sendable {
-        let collector: StageTimeCollector
-        let stage: String
-        init(collector: StageTimeCollector, stage: String) {
-            self.collector = collector
-            self.stage = stage
+    /// A timer that hands what it records to `add`.
+    private final class Summing: TimerHandler, Sendable {
+        let add: @Sendable (Int64) -> Void
+        init(_ add: @escaping @Sendable (Int64) -> Void) {
+            self.add = add
         }
-        func recordNanoseconds(_ duration: Int64) { collector.nanoseconds.withLock { $0[stage, default: 0] += duration } }
-    }
-
-    private final class DecodesAtOnceTimer: TimerHandler, Sendable {
-        let collector: StageTimeCollector
-        let count: Int
-        init(collector: StageTimeCollector, count: Int) {
-            self.collector = collector
-            self.count = count
-        }
-        func recordNanoseconds(_ duration: Int64) { collector.decodesAtOnce.withLock { $0[count, default: 0] += duration } }
+        func recordNanoseconds(_ duration: Int64) { add(duration) }
     }
 }
 
