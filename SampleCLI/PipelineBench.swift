@@ -101,7 +101,7 @@ struct PipelineBench: AsyncParsableCommand {
             --threads does not keep the process on that many cores: \
             scripts/bench-pipeline-scaling.sh runs it under taskset for 1, 2, ... cores. \
             --breakdown turns the pipeline's stage CPU times on and prints CPU time per image by stage, and how \
-            long each number of decodes ran at once (about one per core keeps the cores decoding). \
+            long each number of decodes ran at once (fewer than one per core leaves cores without a decode). \
             Targets: at least 250 images/s on two cores, and 0.85x the anchor.
             """
     )
@@ -127,7 +127,7 @@ struct PipelineBench: AsyncParsableCommand {
         valueName: "MB"))
     var diskCacheMb: Int?
 
-    @Flag(help: "Record the pipeline's stage CPU times and print where each image's CPU time went, and how long each number of decodes ran at once.")
+    @Flag(help: "Record stage CPU times; print where each image's CPU time went and how many decodes ran at once.")
     var breakdown = false
 
     /// On loopback a download is over in a millisecond or two, so four at once (TIP's limit, made for a

@@ -11,9 +11,8 @@ extension PipelineMetricLabels {
 /// How many fetch decodes of one configuration's pipelines are running, and since when: each start or end of
 /// one records the wall time spent at the number before it (``PipelineMetricLabels/decodesAtOnceTime``).
 ///
-/// A cold pipeline that keeps its cores busy decodes on about as many threads as there are cores. Time with
-/// fewer says the fetches were waiting for bytes (or for a thread); time with more says decodes shared cores,
-/// each taking longer, while the fetches holding them kept others from starting their downloads.
+/// Time with fewer decodes than cores is time in which a core had no decode to run (the fetches were waiting for
+/// bytes, or for a thread); time with more is decodes sharing the cores, each taking longer in wall time.
 final class DecodesAtOnce: Sendable {
     private struct State {
         var running = 0

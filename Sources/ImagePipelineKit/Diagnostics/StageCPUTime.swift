@@ -48,7 +48,7 @@ extension GlobalConfiguration {
     ///
     /// While it is on, they also record how long each number of decodes ran at once
     /// (``PipelineMetricLabels/decodesAtOnceTime``), counting the decodes that started while it was on, from
-    /// the first of them: whether a cold pipeline kept as many decodes going as there are cores.
+    /// the first of them: whether a cold pipeline kept at least one decode per core going.
     public var recordsStageCPUTime: Bool {
         get { stageCPUTimeSwitch.load(ordering: .relaxed) }
         set { stageCPUTimeSwitch.store(newValue, ordering: .relaxed) }
