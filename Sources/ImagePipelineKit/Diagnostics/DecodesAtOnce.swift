@@ -39,9 +39,8 @@ final class DecodesAtOnce: Sendable {
             return (state.running, state.since.map { now - $0 })
         }
         guard let elapsed else { return }
-        let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
         Timer(label: PipelineMetricLabels.decodesAtOnceTime, dimensions: [("decodes", "\(running)")],
               factory: configuration.metricsFactory)
-            .recordNanoseconds(nanoseconds)
+            .recordNanoseconds(Int64(elapsed.seconds * 1e9))
     }
 }
