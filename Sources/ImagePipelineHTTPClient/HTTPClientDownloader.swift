@@ -65,6 +65,10 @@ public final class HTTPClientDownloader: ImageDownloader {
     /// refused connection fails with ``DownloadError/connectionRefused`` at once), and spans for the tracer of
     /// `InstrumentationSystem` only when one was bootstrapped before this call.
     ///
+    /// Eight connections per host bound the downloads from one host that run at once: a pipeline whose
+    /// `GlobalConfiguration.maxConcurrentImagePipelineDownloadCount` is higher should raise
+    /// `connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit` to match.
+    ///
     /// The client's connect timeout matters beside each request's ``DownloadLimits/connectTimeout``: a request
     /// that gives up on its connect leaves the pool's connection attempt running until the client's timeout,
     /// and ``shutdown()`` waits for such attempts. A request's connect timeout longer than the client's is cut

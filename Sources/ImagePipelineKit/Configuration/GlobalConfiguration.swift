@@ -127,7 +127,9 @@ public final class GlobalConfiguration: Sendable {
         }
     }
 
-    /// How many downloads run at once (TIP's default 4): negative is unlimited, 0 starts none.
+    /// How many downloads run at once (TIP's default 4): negative is unlimited, 0 starts none. The downloader's
+    /// own limits apply too: above 8, raise the HTTP client's connections per host with it
+    /// (`HTTPClientDownloader`'s pool keeps 8), or downloads from one host beyond those wait for a connection.
     public var maxConcurrentImagePipelineDownloadCount: Int {
         get { coordinator.withLock { $0?.maxConcurrentDownloads } ?? 4 }
         set {
