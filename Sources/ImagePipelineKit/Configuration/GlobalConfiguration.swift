@@ -127,9 +127,9 @@ public final class GlobalConfiguration: Sendable {
         }
     }
 
-    /// How many downloads run at once (TIP's default 4): negative is unlimited, 0 starts none. The downloader's
-    /// own limits apply too: above 8, raise the HTTP client's connections per host with it
-    /// (`HTTPClientDownloader`'s pool keeps 8), or downloads from one host beyond those wait for a connection.
+    /// How many downloads run at once (TIP's default 4): negative is unlimited, 0 starts none. For images from
+    /// one host, the downloader's connections per host bound it too (``URLSessionDownloader`` opens 6,
+    /// `HTTPClientDownloader` 8): raise them with it, or the downloads beyond wait for a connection.
     public var maxConcurrentImagePipelineDownloadCount: Int {
         get { coordinator.withLock { $0?.maxConcurrentDownloads } ?? 4 }
         set {
