@@ -3,7 +3,7 @@
 # .build-portable/perf.tar.xz, so that a scheduler trace (scripts/idle-cores.py) can be taken on a larger
 # machine that has no `perf` installed. Beside ../shared/tools/pack-portable.sh, which packs `sample-cli`.
 # There:  P=/tmp/perf; mkdir -p $P && tar -C $P -xJf .build-portable/perf.tar.xz && $P/perf record -a -e sched:sched_switch ...
-# Tracepoints need the kernel's tracefs (the script mounts it when missing and it is allowed); a kernel
+# Tracepoints need the kernel's tracefs (the packed `perf` mounts it when missing, where allowed); a kernel
 # that does not expose them makes `perf record` fail with a clear message, and nothing else is affected.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
