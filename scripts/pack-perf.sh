@@ -2,7 +2,8 @@
 # pack-perf.sh: pack this machine's `perf`, every shared library it needs and the dynamic loader into
 # .build-portable/perf.tar.xz, so that a scheduler trace (scripts/idle-cores.py) can be taken on a larger
 # machine that has no `perf` installed. Beside ../shared/tools/pack-portable.sh, which packs `sample-cli`.
-# There:  P=/tmp/perf; mkdir -p $P && tar -C $P -xJf .build-portable/perf.tar.xz && $P/perf record -a -e sched:sched_switch ...
+# There:  P=/tmp/perf; mkdir -p $P && tar -C $P -xJf .build-portable/perf.tar.xz
+#          $P/perf record -a -e sched:sched_switch ...   (docs/benchmarks.md, "Profiling", has the whole recipe)
 # Tracepoints need the kernel's tracefs (the packed `perf` mounts it when missing, where allowed); a kernel
 # that does not expose them makes `perf record` fail with a clear message, and nothing else is affected.
 set -euo pipefail
