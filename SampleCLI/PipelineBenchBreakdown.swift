@@ -108,7 +108,8 @@ func printStageBreakdown(images: Int, stages: [String: Int64], before: ProcessCP
 func printDecodesAtOnce(_ totals: [Int: Int64]) {
     let whole = Double(totals.values.reduce(0, +))
     guard whole > 0 else { return }
-    let shares = totals.keys.sorted().map { String(format: "%d: %.0f%%", $0, Double(totals[$0] ?? 0) / whole * 100) }
+    let shares = totals.sorted { $0.key < $1.key }
+        .map { String(format: "%d: %.0f%%", $0.key, Double($0.value) / whole * 100) }
     print("decodes at once, share of the time from the first decode's start to the last one's end: "
           + shares.joined(separator: ", "))
 }

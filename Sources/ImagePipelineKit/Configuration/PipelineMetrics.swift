@@ -104,6 +104,6 @@ extension GlobalConfiguration {
 
     func recordDecode(of type: ImageType?, duration: Duration) {
         Timer(label: PipelineMetricLabels.decodeDuration, dimensions: [("format", type.map { "\($0)" } ?? "unknown")],
-              factory: metricsFactory).recordNanoseconds(Int64(duration.seconds * 1e9))
+              factory: metricsFactory).recordNanoseconds(duration.nanoseconds)
     }
 }

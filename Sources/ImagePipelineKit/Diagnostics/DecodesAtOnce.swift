@@ -1,5 +1,4 @@
 import CoreMetrics
-import Foundation
 import Synchronization
 
 extension PipelineMetricLabels {
@@ -41,6 +40,6 @@ final class DecodesAtOnce: Sendable {
         guard let elapsed else { return }
         Timer(label: PipelineMetricLabels.decodesAtOnceTime, dimensions: [("decodes", "\(running)")],
               factory: configuration.metricsFactory)
-            .recordNanoseconds(Int64(elapsed.seconds * 1e9))
+            .recordNanoseconds(elapsed.nanoseconds)
     }
 }
