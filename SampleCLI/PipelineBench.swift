@@ -102,6 +102,8 @@ struct PipelineBench: AsyncParsableCommand {
             scripts/bench-pipeline-scaling.sh runs it under taskset for 1, 2, ... cores. \
             --breakdown turns the pipeline's stage CPU times on and prints CPU time per image by stage, and how \
             long each number of decodes ran at once (fewer than one per core leaves cores without a decode). \
+            --transport blocking downloads through the hand-written fetch's blocking connections instead of \
+            AsyncHTTPClient, to tell the HTTP client's cost from the pipeline's own. \
             Targets: at least 250 images/s on two cores, and 0.85x the anchor.
             """
     )
@@ -129,6 +131,11 @@ struct PipelineBench: AsyncParsableCommand {
 
     @Flag(help: "Record stage CPU times; print where each image's CPU time went and how many decodes ran at once.")
     var breakdown = false
+
+    @Option(help: ArgumentHelp(
+        "How the pipeline downloads: async-http-client (HTTPClientDownloader, the default) or blocking (the hand-written fetch's blocking connections, one thread per download).",
+        valueName: "transport"))
+    var transport = PipelineBenchTransport.asyncHTTPClient
 
     /// On loopback a download is over in a millisecond or two, so four at once (TIP's limit, made for a
     /// phone's radio) keep at most a few hundred fetches a second decoding: on many cores the download limit,
@@ -161,9 +168,10 @@ struct PipelineBench: AsyncParsableCommand {
         // downloads beyond 8 would wait for a connection to the one origin instead of running at once.
         var client = HTTPClientDownloader.defaultConfiguration()
         client.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, downloadSlots)
-        let downloader = HTTPClientDownloader(configuration: client)
+        let httpClient = transport == .asyncHTTPClient ? HTTPClientDownloader(configuration: client) : nil
+        let downloader: any ImageDownloader = httpClient ?? BlockingLoopbackDownloader()
         let (rate, cpu) = try await pipelineRate(server: server, downloader: downloader, target: target)
-        try await downloader.shutdown()
+        try await httpClient?.shutdown()
         try await server.shutdown()
         try await originLoops.shutdownGracefully()
         let anchorBefore = ProcessCPUSnapshot.now()
@@ -206,7 +214,7 @@ struct PipelineBench: AsyncParsableCommand {
 
     /// Images/s of a cold pipeline with `threads` decode slots fetching every image once, and the process's
     /// CPU time before and after the fetches.
-    private func pipelineRate(server: ImageOriginServer, downloader: HTTPClientDownloader, target: TargetSizing)
+    private func pipelineRate(server: ImageOriginServer, downloader: any ImageDownloader, target: TargetSizing)
         async throws -> (Double, (before: ProcessCPUSnapshot, after: ProcessCPUSnapshot)) {
         let stages = StageTimeCollector()
         let (seconds, failures, diskBytes, cpu) = try await BenchPipeline.withPipeline(
@@ -243,6 +251,14 @@ struct PipelineBench: AsyncParsableCommand {
             { index in _ = try CodecCatalogue.shared.decode(photos[index % photos.count], target: target) }
         }
     }
+}
+
+/// How `bench pipeline` downloads.
+enum PipelineBenchTransport: String, ExpressibleByArgument {
+    /// `HTTPClientDownloader`, as an application would.
+    case asyncHTTPClient = "async-http-client"
+    /// ``BlockingLoopbackDownloader``: the hand-written fetch's HTTP, to take the HTTP client's cost out.
+    case blocking
 }
 
 /// What the pipeline benchmarks share: a cold pipeline in a temporary cache directory.

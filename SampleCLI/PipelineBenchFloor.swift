@@ -48,8 +48,8 @@ enum HandWrittenFetch {
 }
 
 /// One blocking HTTP/1.1 connection to 127.0.0.1, kept alive across requests and closed when it goes: just
-/// enough HTTP for bodies with a `Content-Length` and a `200` status.
-final class LoopbackHTTPConnection {
+/// enough HTTP for bodies with a `Content-Length`. One request at a time: a pool hands it to one user at once.
+final class LoopbackHTTPConnection: Sendable {
     private let descriptor: Int32
     private let port: Int
 
@@ -79,6 +79,62 @@ final class LoopbackHTTPConnection {
 
     /// The body of `GET path`, which must answer `200` with a `Content-Length`.
     func get(_ path: String) throws -> Data {
+        let head = try requestHead(path)
+        guard head.statusCode == 200 else { throw HandWrittenFetch.Failure(description: "GET \(path): status \(head.statusCode)") }
+        let length = head.contentLength
+        // Straight into the body's own storage. Requests go one at a time, so what came after the head is
+        // the start of this body.
+        let storage = UnsafeMutableRawPointer.allocate(byteCount: max(length, 1), alignment: 16)
+        storage.copyMemory(from: Array(head.early), byteCount: head.early.count)
+        var filled = head.early.count
+        while filled < length {
+            let received = recv(descriptor, storage + filled, length - filled, 0)
+            guard received > 0 else {
+                storage.deallocate()
+                throw HandWrittenFetch.Failure(description: "recv: connection ended (errno \(errno))")
+            }
+            filled += received
+        }
+        return Data(bytesNoCopy: storage, count: length, deallocator: .custom { pointer, _ in pointer.deallocate() })
+    }
+
+    /// `GET path`, its body passed to `chunk` a socket read at a time (at most `chunkSize` bytes each, in
+    /// storage of its own) until `Content-Length` bytes came or `chunk` returns `false`. Returns whether the
+    /// whole body came: after a stop the connection is mid-body and cannot be used again.
+    func stream(_ path: String, chunkSize: Int = 64 << 10, head: (ResponseHead) throws -> Void,
+                chunk: (Data) throws -> Bool) throws -> Bool {
+        let response = try requestHead(path)
+        try head(response)
+        var remaining = response.contentLength
+        if !response.early.isEmpty {
+            remaining -= response.early.count
+            guard try chunk(Data(response.early)) else { return false }
+        }
+        while remaining > 0 {
+            let capacity = min(remaining, chunkSize)
+            let storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+            let received = recv(descriptor, storage, capacity, 0)
+            guard received > 0 else {
+                storage.deallocate()
+                throw HandWrittenFetch.Failure(description: "recv: connection ended (errno \(errno))")
+            }
+            remaining -= received
+            let part = Data(bytesNoCopy: storage, count: received, deallocator: .custom { pointer, _ in pointer.deallocate() })
+            guard try chunk(part) else { return false }
+        }
+        return true
+    }
+
+    /// A response's status, header fields and body length, and the body bytes read with the head.
+    struct ResponseHead {
+        var statusCode: Int
+        var fields: [(name: String, value: String)]
+        var contentLength: Int
+        var early: ArraySlice<UInt8>
+    }
+
+    /// Sends `GET path` and reads the response head, which must have a `Content-Length` of at most 64 MiB.
+    private func requestHead(_ path: String) throws -> ResponseHead {
         let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAccept: image/jpeg\r\n\r\n".utf8)
         try request.withUnsafeBytes { raw in
             var offset = 0
@@ -97,28 +153,22 @@ final class LoopbackHTTPConnection {
             }
             if headEnd == nil { head += try receive(atMost: 4096) }
         }
-        let headText = String(decoding: head[..<headEnd!], as: UTF8.self)
-        guard headText.hasPrefix("HTTP/1.1 200") else {
-            throw HandWrittenFetch.Failure(description: "GET \(path): \(headText.prefix { $0 != "\r" })")
+        let lines = String(decoding: head[..<headEnd!], as: UTF8.self).split(separator: "\r\n")
+        let statusParts = lines.first?.split(separator: " ") ?? []
+        guard statusParts.count >= 2, statusParts[0] == "HTTP/1.1", let statusCode = Int(statusParts[1]) else {
+            throw HandWrittenFetch.Failure(description: "GET \(path): \(lines.first ?? "no status line")")
         }
-        guard let length = Self.contentLength(in: headText), length <= 64 << 20 else {
+        let fields = lines.dropFirst().compactMap { line -> (name: String, value: String)? in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2 else { return nil }
+            return (String(parts[0]), parts[1].trimmingCharacters(in: .whitespaces))
+        }
+        guard let length = fields.first(where: { $0.name.lowercased() == "content-length" }).flatMap({ Int($0.value) }),
+              length <= 64 << 20 else {
             throw HandWrittenFetch.Failure(description: "GET \(path): no usable Content-Length")
         }
-        // Straight into the body's own storage. Requests go one at a time, so what came after the head is
-        // the start of this body.
-        let storage = UnsafeMutableRawPointer.allocate(byteCount: max(length, 1), alignment: 16)
-        let early = head[(headEnd! + 4)...].prefix(length)
-        storage.copyMemory(from: Array(early), byteCount: early.count)
-        var filled = early.count
-        while filled < length {
-            let received = recv(descriptor, storage + filled, length - filled, 0)
-            guard received > 0 else {
-                storage.deallocate()
-                throw HandWrittenFetch.Failure(description: "recv: connection ended (errno \(errno))")
-            }
-            filled += received
-        }
-        return Data(bytesNoCopy: storage, count: length, deallocator: .custom { pointer, _ in pointer.deallocate() })
+        return ResponseHead(statusCode: statusCode, fields: fields, contentLength: length,
+                            early: head[(headEnd! + 4)...].prefix(length))
     }
 
     private func receive(atMost count: Int) throws -> [UInt8] {
@@ -134,16 +184,6 @@ final class LoopbackHTTPConnection {
         for index in 0...(bytes.count - 4)
         where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
             return index
-        }
-        return nil
-    }
-
-    private static func contentLength(in head: String) -> Int? {
-        for line in head.split(separator: "\r\n") {
-            let parts = line.split(separator: ":", maxSplits: 1)
-            if parts.count == 2, parts[0].lowercased() == "content-length" {
-                return Int(parts[1].trimmingCharacters(in: .whitespaces))
-            }
         }
         return nil
     }
