@@ -27,45 +27,6 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         max(Int(Double(bytesPerSecond) * Double(tick.nanoseconds) / 1e9), 1)
     }
 
-    /// The response in progress on this connection. Event-loop confined, like its handler.
-    private final class Exchange {
-        let sequence: Int
-        let receivedAt: NIODeadline
-        var plan: OriginResponsePlan?
-        var nextOffset = 0
-        var confirmedBytes = 0
-        /// The most body bytes written to the channel but not yet taken by the kernel.
-        var peakQueued = 0
-        var headSent = false
-        var bodyEnded = false
-        var isComplete = false
-        var pendingHead: Scheduled<Void>?
-        var pendingTick: Scheduled<Void>?
-        /// The future of the last write, which the kernel has taken once it succeeds.
-        var lastWrite: EventLoopFuture<Void>?
-        /// Shaping: bytes allowed now, and when they were last topped up.
-        var credit = 0.0
-        var refilledAt = NIODeadline.now()
-        /// The response's place on the server's shared downlink while it sends a body over a link.
-        var flow: OriginDownlink.Flow?
-        /// Where the link's loss-like stall pauses the body, until it has; and for how long.
-        var stallOffset: Int?
-        var stallDuration = Duration.zero
-        var isStalled = false
-
-        init(sequence: Int, receivedAt: NIODeadline) {
-            self.sequence = sequence
-            self.receivedAt = receivedAt
-        }
-
-        func cancelTimers() {
-            pendingHead?.cancel()
-            pendingTick?.cancel()
-            pendingHead = nil
-            pendingTick = nil
-        }
-    }
-
     private let routes: OriginRoutes
     private let log: OriginRequestLog
     private let directory: OriginDirectory?
@@ -78,7 +39,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var responsesBegun = 0
 
     private var requestHead: HTTPRequestHead?
-    private var exchange: Exchange?
+    private var exchange: OriginExchange?
     private var isPumping = false
     private var isActive = true
     /// Set when the server itself ends the connection (a fault, `Connection: close`), so its closing is not
@@ -149,7 +110,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         let sequence = log.begin(connection: connectionID, method: head.method.rawValue, path: rawPath, query: query,
                                  headers: head.headers.map { (name: $0.name, value: $0.value) })
-        let exchange = Exchange(sequence: sequence, receivedAt: .now())
+        let exchange = OriginExchange(sequence: sequence, receivedAt: .now())
         self.exchange = exchange
         let request = OriginResponsePlan.Request(method: head.method, version: head.version, headers: head.headers,
                                                  keepAlive: head.isKeepAlive)
@@ -192,7 +153,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     // Runs on the channel's event loop: sends the head now or once the link's round trips and the route's
     // first-byte latency have passed.
-    private func _eventLoop_begin(_ exchange: Exchange, plan: OriginResponsePlan, context: ChannelHandlerContext) {
+    private func _eventLoop_begin(_ exchange: OriginExchange, plan: OriginResponsePlan, context: ChannelHandlerContext) {
         guard isActive, self.exchange === exchange, !exchange.isComplete else { return }
         exchange.plan = plan
         log.setStatus(Int(plan.status.code), for: exchange.sequence)
@@ -215,7 +176,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     // MARK: Writing
 
     // Runs on the channel's event loop.
-    private func _eventLoop_sendHead(_ exchange: Exchange, context: ChannelHandlerContext) {
+    private func _eventLoop_sendHead(_ exchange: OriginExchange, context: ChannelHandlerContext) {
         guard isActive, self.exchange === exchange, let plan = exchange.plan else { return }
         let head = HTTPResponseHead(version: plan.version, status: plan.status, headers: plan.headers)
         let promise = context.eventLoop.makePromise(of: Void.self)
@@ -246,7 +207,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Writes what writability, shaping and fairness allow; `true` once the whole planned body is written.
     // Runs on the channel's event loop.
-    private func _eventLoop_writeAllowedChunks(_ exchange: Exchange, plan: OriginResponsePlan,
+    private func _eventLoop_writeAllowedChunks(_ exchange: OriginExchange, plan: OriginResponsePlan,
                                                context: ChannelHandlerContext) -> Bool {
         var writtenThisTurn = 0
         while plan.hasBody(after: exchange.nextOffset) {
@@ -304,7 +265,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     // Runs on the channel's event loop.
-    private func _eventLoop_scheduleTick(_ exchange: Exchange, context: ChannelHandlerContext) {
+    private func _eventLoop_scheduleTick(_ exchange: OriginExchange, context: ChannelHandlerContext) {
         guard exchange.pendingTick == nil else { return }
         exchange.pendingTick = context.eventLoop.assumeIsolated().scheduleTask(in: Self.tick) {
             exchange.pendingTick = nil
@@ -315,7 +276,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The link's loss-like stall: the body pauses once, off the link so the other responses share it
     /// meanwhile, and resumes after the link's stall duration.
     // Runs on the channel's event loop.
-    private func _eventLoop_stall(_ exchange: Exchange, context: ChannelHandlerContext) {
+    private func _eventLoop_stall(_ exchange: OriginExchange, context: ChannelHandlerContext) {
         exchange.stallOffset = nil
         exchange.isStalled = true
         if let flow = exchange.flow { downlink.leave(flow) }
@@ -331,7 +292,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     // Runs on the channel's event loop.
-    private func _eventLoop_writeBody(_ exchange: Exchange, plan: OriginResponsePlan, count: Int,
+    private func _eventLoop_writeBody(_ exchange: OriginExchange, plan: OriginResponsePlan, count: Int,
                                       context: ChannelHandlerContext) {
         let start = plan.source(at: exchange.nextOffset).start
         var buffer = context.channel.allocator.buffer(capacity: count)
@@ -353,7 +314,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// The body has gone out (or as much of it as a fault allows): finish, close, reset or stall.
     // Runs on the channel's event loop.
-    private func _eventLoop_endBody(_ exchange: Exchange, plan: OriginResponsePlan, context: ChannelHandlerContext) {
+    private func _eventLoop_endBody(_ exchange: OriginExchange, plan: OriginResponsePlan, context: ChannelHandlerContext) {
         exchange.bodyEnded = true
         _eventLoop_leaveLink(exchange)
         switch plan.ending {
@@ -395,7 +356,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     // Runs on the channel's event loop.
-    private func _eventLoop_complete(_ exchange: Exchange, clientWentAway: Bool) {
+    private func _eventLoop_complete(_ exchange: OriginExchange, clientWentAway: Bool) {
         guard !exchange.isComplete else { return }
         exchange.isComplete = true
         exchange.cancelTimers()
@@ -405,7 +366,7 @@ final class OriginHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     // Runs on the channel's event loop.
-    private func _eventLoop_leaveLink(_ exchange: Exchange) {
+    private func _eventLoop_leaveLink(_ exchange: OriginExchange) {
         if let flow = exchange.flow { downlink.leave(flow) }
         exchange.flow = nil
     }
