@@ -8,6 +8,7 @@
 #
 #   scripts/bench-pipeline-scaling.sh                 # CORES="1 2" ROUNDS=5 IMAGES=1000 PAUSE=30
 #   CORES="1 2 4 8 16" scripts/bench-pipeline-scaling.sh   # on a larger machine
+#   ARGS="--transport blocking" scripts/bench-pipeline-scaling.sh   # more options for every run
 #
 # Each run starts PAUSE seconds after the one before: a run deletes the thousands of files it wrote when it
 # ends, and on ext4 without a journal every file created in the next half minute has its inode picked past
@@ -22,6 +23,7 @@ ROUNDS=${ROUNDS:-5}
 IMAGES=${IMAGES:-1000}
 PAUSE=${PAUSE:-30}
 CLI=${CLI:-.build/release/sample-cli}
+read -r -a extra <<< "${ARGS:-}"
 [ -x "$CLI" ] || swift build -c release --product sample-cli >/dev/null
 available=$(nproc)
 results=$(mktemp); trap 'rm -f "$results"' EXIT
@@ -31,7 +33,7 @@ for round in $(seq "$ROUNDS"); do
         [ "$n" -le "$available" ] || { echo "skipping $n cores: this machine has $available" >&2; continue; }
         [ "$first" = 1 ] || sleep "$PAUSE"
         first=0
-        output=$(taskset -c "0-$((n - 1))" "$CLI" bench pipeline --images "$IMAGES" --threads "$n" || true)
+        output=$(taskset -c "0-$((n - 1))" "$CLI" bench pipeline --images "$IMAGES" --threads "$n" "${extra[@]}" || true)
         line=$(echo "$output" | grep '^B12 pipeline' || true)
         cores=$(echo "$output" | grep '^cores:' || true)
         anchor=$(echo "$line" | sed -n 's/.* \([0-9.]*\)x the direct decodes.*/\1/p')
