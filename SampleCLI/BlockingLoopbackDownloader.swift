@@ -6,7 +6,7 @@ import PipelineLocking
 /// client, to tell what AsyncHTTPClient costs a fetch from what the pipeline's own steps cost.
 ///
 /// Each download runs on a thread of its own (a serial queue's), takes a kept-alive blocking connection to the
-/// loopback origin from a pool (or opens one), and hands the response head and then each socket read to the
+/// URL's loopback port from a pool (or opens one), and hands the response head and then each socket read to the
 /// pipeline on that thread. Only what the bench needs: loopback `http` URLs whose responses have a
 /// `Content-Length`, no redirects, no timeouts, priorities do nothing, and a cancel takes effect at the next
 /// read.
@@ -30,7 +30,10 @@ final class BlockingLoopbackDownloader: ImageDownloader {
             return
         }
         do {
-            let connection = try idleConnections.withLock { $0.popLast() } ?? LoopbackHTTPConnection(port: port)
+            let idle = idleConnections.withLock { idle in
+                idle.lastIndex { $0.port == port }.map { idle.remove(at: $0) }
+            }
+            let connection = try idle ?? LoopbackHTTPConnection(port: port)
             let path = url.query.map { "\(url.path)?\($0)" } ?? url.path
             let complete = try connection.stream(path, head: { head in
                 delegate.download(task, didReceive: DownloadResponse(

@@ -51,7 +51,8 @@ enum HandWrittenFetch {
 /// enough HTTP for bodies with a `Content-Length`. One request at a time: a pool hands it to one user at once.
 final class LoopbackHTTPConnection: Sendable {
     private let descriptor: Int32
-    private let port: Int
+    /// The loopback port it is connected to.
+    let port: Int
 
     init(port: Int) throws {
         self.port = port
@@ -80,7 +81,9 @@ final class LoopbackHTTPConnection: Sendable {
     /// The body of `GET path`, which must answer `200` with a `Content-Length`.
     func get(_ path: String) throws -> Data {
         let head = try requestHead(path)
-        guard head.statusCode == 200 else { throw HandWrittenFetch.Failure(description: "GET \(path): status \(head.statusCode)") }
+        guard head.statusCode == 200 else {
+            throw HandWrittenFetch.Failure(description: "GET \(path): status \(head.statusCode)")
+        }
         let length = head.contentLength
         // Straight into the body's own storage. Requests go one at a time, so what came after the head is
         // the start of this body.
@@ -88,12 +91,12 @@ final class LoopbackHTTPConnection: Sendable {
         storage.copyMemory(from: Array(head.early), byteCount: head.early.count)
         var filled = head.early.count
         while filled < length {
-            let received = recv(descriptor, storage + filled, length - filled, 0)
-            guard received > 0 else {
+            do {
+                filled += try receive(into: storage + filled, atMost: length - filled)
+            } catch {
                 storage.deallocate()
-                throw HandWrittenFetch.Failure(description: "recv: connection ended (errno \(errno))")
+                throw error
             }
-            filled += received
         }
         return Data(bytesNoCopy: storage, count: length, deallocator: .custom { pointer, _ in pointer.deallocate() })
     }
@@ -113,13 +116,16 @@ final class LoopbackHTTPConnection: Sendable {
         while remaining > 0 {
             let capacity = min(remaining, chunkSize)
             let storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-            let received = recv(descriptor, storage, capacity, 0)
-            guard received > 0 else {
+            let received: Int
+            do {
+                received = try receive(into: storage, atMost: capacity)
+            } catch {
                 storage.deallocate()
-                throw HandWrittenFetch.Failure(description: "recv: connection ended (errno \(errno))")
+                throw error
             }
             remaining -= received
-            let part = Data(bytesNoCopy: storage, count: received, deallocator: .custom { pointer, _ in pointer.deallocate() })
+            let part = Data(bytesNoCopy: storage, count: received,
+                            deallocator: .custom { pointer, _ in pointer.deallocate() })
             guard try chunk(part) else { return false }
         }
         return true
@@ -173,10 +179,17 @@ final class LoopbackHTTPConnection: Sendable {
 
     private func receive(atMost count: Int) throws -> [UInt8] {
         try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            let received = recv(descriptor, buffer.baseAddress!, count, 0)
-            guard received > 0 else { throw HandWrittenFetch.Failure(description: "recv: connection ended (errno \(errno))") }
-            initialized = received
+            initialized = try receive(into: UnsafeMutableRawPointer(buffer.baseAddress!), atMost: count)
         }
+    }
+
+    /// One `recv` of at most `count` bytes into `storage`: how many came. The connection's end is an error.
+    private func receive(into storage: UnsafeMutableRawPointer, atMost count: Int) throws -> Int {
+        let received = recv(descriptor, storage, count, 0)
+        guard received > 0 else {
+            throw HandWrittenFetch.Failure(description: "recv: connection ended (errno \(errno))")
+        }
+        return received
     }
 
     private static func endOfHead(in bytes: [UInt8]) -> Int? {
