@@ -164,6 +164,9 @@ struct PipelineBench: AsyncParsableCommand {
         let floor = try HandWrittenFetch.rate(port: server.port, paths: (0..<images).map { "/pipeline/\($0).jpg" },
                                               directory: floorDirectory, target: target, threads: threads)
         let floorAfter = ProcessCPUSnapshot.now()
+        // A pause with the origin idle between the two fetches lets a scheduler trace tell them apart
+        // (scripts/idle-cores.py).
+        try await Task.sleep(for: .milliseconds(200))
         // The client keeps 8 HTTP/1.1 connections per host unless told otherwise: with more download slots, the
         // downloads beyond 8 would wait for a connection to the one origin instead of running at once.
         var client = HTTPClientDownloader.defaultConfiguration()
