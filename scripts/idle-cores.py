@@ -87,6 +87,12 @@ def report(events, ours, cores, start, end):
     waiting = {}          # thread -> (when it became runnable, how: a key of `waits`)
     idle_time = usable = 0.0
     waits = {"woken onto an idle core": [], "woken onto a busy core": [], "preempted": []}
+
+    def ran(thread, time):
+        woke = waiting.pop(thread, None)
+        if woke is not None and woke[0] >= start:
+            waits[woke[1]].append(time - woke[0])
+
     last = None
     for time, cpu, tid, comm, event, trace in events:
         if time > end:
@@ -96,14 +102,8 @@ def report(events, ours, cores, start, end):
             idle_time += span * len(idle)
             usable += span * min(len(idle), len(waiting))
         last = time
-
-        def ran(thread):
-            woke = waiting.pop(thread, None)
-            if woke is not None and woke[0] >= start:
-                waits[woke[1]].append(time - woke[0])
-
         if tid and ours.search(comm):
-            ran(tid)
+            ran(tid, time)
         if event == "cpu_idle":
             state, core = map(int, IDLE.search(trace).groups())
             if core in cores:
@@ -113,7 +113,7 @@ def report(events, ours, cores, start, end):
             if state.startswith("R") and ours.search(prev_comm) and cpu in cores:
                 waiting[int(prev)] = (time, "preempted")
             if int(following) and ours.search(next_comm):
-                ran(int(following))
+                ran(int(following), time)
         elif event == "sched_wakeup":
             name, thread, target = WAKEUP.search(trace).groups()
             if ours.search(name) and int(target) in cores and int(thread) not in waiting:
