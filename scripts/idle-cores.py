@@ -70,12 +70,12 @@ def main(path, ours_pattern):
     if EVERY:
         for start, end in stretches:
             if end - start >= 0.2:
-                report(events, ours, traced, start, end)
+                report(events, ours, traced, not untraced, start, end)
     else:
-        report(events, ours, traced, *max(stretches, key=lambda stretch: stretch[1] - stretch[0]))
+        report(events, ours, traced, not untraced, *max(stretches, key=lambda stretch: stretch[1] - stretch[0]))
 
 
-def report(events, ours, cores, start, end):
+def report(events, ours, cores, complete, start, end):
     """Sweeps the events between start and end, keeping which traced cores idle and which threads wait to run.
 
     A thread counts as waiting from a wake-up onto a traced core, or from being preempted on one, until it is
@@ -120,7 +120,6 @@ def report(events, ours, cores, start, end):
                 onto = "an idle core" if int(target) in idle else "a busy core"
                 waiting[int(thread)] = (time, f"woken onto {onto}")
 
-    complete = len(cores) == len({e[1] for e in events})
     core_time = (end - start) * len(cores)
     print(f"{end - start:.3f} s on {len(cores)} traced cores: idle {100 * idle_time / core_time:.1f}% of their time")
     if idle_time and complete:

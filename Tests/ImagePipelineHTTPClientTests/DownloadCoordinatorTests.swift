@@ -2,10 +2,8 @@ import Foundation
 import ImageOriginServer
 import ImagePipelineHTTPClient
 import ImagePipelineKit
-import Synchronization
 import Testing
 import TestSupport
-import PipelineLocking
 
 @Suite("Download coordinator: sharing, priority, resume (scenarios 21-36)")
 struct DownloadCoordinatorTests {

@@ -3,7 +3,6 @@ import Foundation
 import ImageOriginServer
 import ImagePipelineHTTPClient
 import ImagePipelineKit
-import Synchronization
 import Testing
 import TestSupport
 

@@ -293,8 +293,7 @@ package final class DownloadDelivery: Sendable {
     private func scheduleTimer(after delay: Duration) {
         // Clamped to an hour (the check reschedules itself), so a huge timeout cannot overflow the conversion.
         let delay = min(max(delay, .milliseconds(1)), .seconds(3600))
-        let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
-        let timer = DeadlineTimer.shared.schedule(after: .nanoseconds(nanoseconds)) { [weak self] in
+        let timer = DeadlineTimer.shared.schedule(after: .nanoseconds(Int(delay.nanoseconds))) { [weak self] in
             guard let self else { return }
             queue.async { self._queue_checkTimers() }
         }

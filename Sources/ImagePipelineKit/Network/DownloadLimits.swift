@@ -68,7 +68,6 @@ public struct MinimumTransferRate: Sendable, Equatable {
 
     /// The bytes one window must bring.
     var bytesPerWindow: Int {
-        let seconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
-        return Int((Double(bytesPerSecond) * seconds).rounded(.up))
+        Int((Double(bytesPerSecond) * window.seconds).rounded(.up))
     }
 }
