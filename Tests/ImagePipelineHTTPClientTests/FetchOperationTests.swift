@@ -28,9 +28,14 @@ final class RecordingFetchDelegate: FetchDelegate, Sendable {
     private let previewList = Locked<[FetchResult]>([])
     private let incrementalList = Locked<[(result: FetchResult, progress: Double)]>([])
 
-    init(previewDecision: PreviewDecision = .continueLoading, loadsProgressively: Bool = false) {
+    /// The optional callbacks it says it has.
+    let implementedCallbacks: FetchDelegateCallbacks
+
+    init(previewDecision: PreviewDecision = .continueLoading, loadsProgressively: Bool = false,
+         callbacks: FetchDelegateCallbacks = .all) {
         self.previewDecision = previewDecision
         self.loadsProgressively = loadsProgressively
+        implementedCallbacks = callbacks
     }
 
     func fetchOperation(_ operation: FetchOperation, shouldLoadProgressivelyWithIdentifier identifier: String, url: URL,
@@ -153,8 +158,9 @@ struct FetchHarness {
 
     /// Runs a fetch to its end and returns its delegate.
     func fetch(_ request: any FetchRequest, in pipeline: ImagePipeline? = nil,
-               previewDecision: PreviewDecision = .continueLoading) async -> (RecordingFetchDelegate, FetchOperation) {
-        let delegate = RecordingFetchDelegate(previewDecision: previewDecision)
+               previewDecision: PreviewDecision = .continueLoading,
+               callbacks: FetchDelegateCallbacks = .all) async -> (RecordingFetchDelegate, FetchOperation) {
+        let delegate = RecordingFetchDelegate(previewDecision: previewDecision, callbacks: callbacks)
         let operation = (pipeline ?? self.pipeline).operation(with: request, delegate: delegate)
         (pipeline ?? self.pipeline).fetchImage(with: operation)
         // Bounded: a fetch that never finishes fails the test with what it had done instead of hanging the run.

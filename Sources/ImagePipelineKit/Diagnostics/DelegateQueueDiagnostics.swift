@@ -11,13 +11,14 @@ import Glibc
 /// queue. The pipeline itself never does it; a caller can (``ImagePipeline/inspect()`` on the main queue, say).
 /// `sample-cli scroll` asserts the count for its main queue stays 0.
 ///
-/// With ``measuresWork`` on, it also adds up the CPU time of the pipeline's turns on each delegate queue, your
-/// delegate callbacks included: how much of the main thread the pipeline takes.
+/// With ``measuresWork`` on, it also counts the pipeline's turns on each delegate queue and adds up their CPU
+/// time, your delegate callbacks included: how often and how much of the main thread the pipeline takes.
 public enum DelegateQueueDiagnostics {
     /// Heavy operations and measured CPU time, by delegate queue (the value its `DispatchSpecificKey` holds).
     private struct Tallies {
         var violations: [ObjectIdentifier: Int] = [:]
         var work: [ObjectIdentifier: Duration] = [:]
+        var turns: [ObjectIdentifier: Int] = [:]
     }
 
     /// Marks a delegate queue with its own identity, so that work can tell it runs there (never
@@ -35,7 +36,8 @@ public enum DelegateQueueDiagnostics {
         tallies.withLock { $0.violations[ObjectIdentifier(queue)] ?? 0 }
     }
 
-    /// Whether the pipeline times its turns on delegate queues (see ``workTime(on:)``). Off by default: each
+    /// Whether the pipeline counts and times its turns on delegate queues (see ``workTime(on:)`` and
+    /// ``turnCount(on:)``). Off by default: each
     /// turn then costs two reads of the thread's CPU clock.
     public static var measuresWork: Bool {
         get { measuring.load(ordering: .relaxed) }
@@ -47,6 +49,13 @@ public enum DelegateQueueDiagnostics {
     /// waiting for the queue nor the thread being descheduled counts. Take the difference of two readings.
     public static func workTime(on queue: DispatchQueue) -> Duration {
         tallies.withLock { $0.work[ObjectIdentifier(queue)] ?? .zero }
+    }
+
+    /// How many turns (blocks) the pipeline ran on `queue` while ``measuresWork`` was on: each one is a wake-up
+    /// of that queue's thread, and on the main queue a slot taken between the app's own work. Take the
+    /// difference of two readings.
+    public static func turnCount(on queue: DispatchQueue) -> Int {
+        tallies.withLock { $0.turns[ObjectIdentifier(queue)] ?? 0 }
     }
 
     /// Called where heavy work starts: counts it when the current queue is a delegate queue.
@@ -63,7 +72,10 @@ public enum DelegateQueueDiagnostics {
         let start = threadCPUTime()
         body()
         let spent = threadCPUTime() - start
-        tallies.withLock { $0.work[queue, default: .zero] += spent }
+        tallies.withLock {
+            $0.work[queue, default: .zero] += spent
+            $0.turns[queue, default: 0] += 1
+        }
     }
 
     /// The calling thread's CPU clock: a block never changes threads while it runs.

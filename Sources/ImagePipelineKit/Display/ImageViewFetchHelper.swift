@@ -224,6 +224,10 @@ public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
 
     // MARK: - FetchDelegate (on the delegate queue)
 
+    /// Progress only: the helper has no use for the start or the sources tried, which then cost the delegate
+    /// queue no turns.
+    public var implementedCallbacks: FetchDelegateCallbacks { .progress }
+
     public func fetchOperation(_ operation: FetchOperation, didUpdateProgress progress: Double) {
         guard operation === self.operation else { return }
         self.progress = progress

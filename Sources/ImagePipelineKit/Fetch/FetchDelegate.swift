@@ -6,7 +6,14 @@ import Foundation
 /// `didStart`, then `willAttemptToLoadFrom` before each source tried, progress, and exactly one of
 /// `didLoadFinalImage` / `didFailToLoadFinalImage` — always before the operation reports finished. A fetch
 /// holds its delegate weakly: releasing the delegate cancels the fetch.
+///
+/// A delegate that has only some of the callbacks says which in ``implementedCallbacks``: the fetch then
+/// sends it no others, as TIP calls only the delegate methods an object implements.
 public protocol FetchDelegate: AnyObject, Sendable {
+    /// The optional callbacks this delegate has (the default: all of them). The fetch does not send the others
+    /// to the delegate queue at all: a delegate that only wants the final image (the block API's) costs the
+    /// delegate queue one turn per fetch, not one for the start, each source tried and the progress too.
+    var implementedCallbacks: FetchDelegateCallbacks { get }
     func fetchOperationDidStart(_ operation: FetchOperation)
     /// Before trying `source` (memory, disk, additional caches, network or network-resumed).
     func fetchOperation(_ operation: FetchOperation, willAttemptToLoadFrom source: ImageLoadSource)
@@ -37,6 +44,7 @@ public protocol FetchDelegate: AnyObject, Sendable {
 }
 
 extension FetchDelegate {
+    public var implementedCallbacks: FetchDelegateCallbacks { .all }
     public func fetchOperationDidStart(_ operation: FetchOperation) {}
     public func fetchOperation(_ operation: FetchOperation, willAttemptToLoadFrom source: ImageLoadSource) {}
     public func fetchOperation(_ operation: FetchOperation, didLoadDirtyPreviewImage result: FetchResult) {}
@@ -55,6 +63,22 @@ extension FetchDelegate {
     public func fetchOperation(_ operation: FetchOperation, didFailToLoadFinalImageWith error: FetchError) {}
 }
 
+/// The callbacks of a ``FetchDelegate`` that it may leave out (the final image or error always comes).
+public struct FetchDelegateCallbacks: OptionSet, Sendable {
+    public let rawValue: Int
+
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// ``FetchDelegate/fetchOperationDidStart(_:)``.
+    public static let start = FetchDelegateCallbacks(rawValue: 1 << 0)
+    /// ``FetchDelegate/fetchOperation(_:willAttemptToLoadFrom:)``.
+    public static let sourceAttempts = FetchDelegateCallbacks(rawValue: 1 << 1)
+    /// ``FetchDelegate/fetchOperation(_:didUpdateProgress:)``.
+    public static let progress = FetchDelegateCallbacks(rawValue: 1 << 2)
+    /// Every callback.
+    public static let all: FetchDelegateCallbacks = [.start, .sourceAttempts, .progress]
+}
+
 /// What a delegate wants after a preview (TIP's `TIPImageFetchPreviewLoadedBehavior`).
 public enum PreviewDecision: Int, Sendable {
     /// Go on loading the requested image.
@@ -65,6 +89,7 @@ public enum PreviewDecision: Int, Sendable {
 
 /// The block API's delegate: one completion, held strongly by its operation until it finished.
 final class CompletionFetchDelegate: FetchDelegate {
+    var implementedCallbacks: FetchDelegateCallbacks { [] }
     private let completion: @Sendable (Result<FetchResult, FetchError>) -> Void
 
     init(_ completion: @escaping @Sendable (Result<FetchResult, FetchError>) -> Void) {

@@ -55,7 +55,7 @@ extension FetchOperation {
     /// Succeeds with `result`, made from newly fetched bytes (a download, or the fleet's shared cache): `cached`
     /// goes in the memory cache before the delegate hears of it, so a fetch started from the final callback
     /// finds it there, and on disk after (or, when `writesToDisk` is false, the disk forgets the identifier's
-    /// image). The store is announced, then `afterStore` runs, before the operation reports finished.
+    /// image). The store is announced, and `afterStore` runs, before the operation reports finished.
     func _queue_succeed(_ result: FetchResult, storing cached: CachedImageData, decoded: DecodedImage,
                         replacesSameURL: Bool = false, writesToDisk: Bool = true,
                         afterStore: @escaping @Sendable () -> Void) {
@@ -64,6 +64,9 @@ extension FetchOperation {
         let inMemory = configuration.measuring(.memoryStore) {
             caches.keepDownloaded(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
         }
+        let stored = StoredImageInfo(pipelineIdentifier: pipeline.identifier, identifier: plan.identifier, url: plan.url,
+                                     dimensions: decoded.properties.dimensions, isPlaceholder: plan.isPlaceholder,
+                                     wasManuallyStored: false, image: decoded.container)
         _queue_succeed(result) { [self] in
             defer { afterStore() }
             let onDisk = configuration.measuring(.diskWrite) {
@@ -71,13 +74,11 @@ extension FetchOperation {
                     ? caches.writeDownloadedToDisk(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
                     : caches.forgetOnDisk(identifier: plan.identifier, url: plan.url)
             }
-            if inMemory || onDisk {
-                pipeline.announceStore(StoredImageInfo(
-                    pipelineIdentifier: pipeline.identifier, identifier: plan.identifier, url: plan.url,
-                    dimensions: decoded.properties.dimensions, isPlaceholder: plan.isPlaceholder,
-                    wasManuallyStored: false, image: decoded.container))
-            }
+            if !inMemory, onDisk { pipeline.announceStore(stored) }
         }
+        // Stored in memory already: announced right after the final callback, in the same turn of the delegate
+        // queue, instead of in a turn of its own once the disk write is over.
+        if inMemory { pipeline.announceStore(stored) { [self] post in _queue_onDelegateQueue(post) } }
     }
 
     /// Decodes `data` at the target, timed for the decode-duration metric; stopped at the codec's checkpoints
@@ -242,7 +243,7 @@ extension FetchOperation {
         // A fetch that never started has nothing on the delegate queue yet: its callbacks can go in the shared turn.
         _queue_sharingDelegateTurn(turn) {
             _queue_setState(.starting)
-            _queue_tellDelegate { $0.fetchOperationDidStart(self) }
+            if delegateCallbacks.contains(.start) { _queue_tellDelegate { $0.fetchOperationDidStart(self) } }
             metricsRecorder.begin(.memoryCache)
             _queue_succeed(result)
         }

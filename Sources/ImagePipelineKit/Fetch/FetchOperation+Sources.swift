@@ -55,7 +55,7 @@ extension FetchOperation {
             pipeline.configuration.report(.invalidTargetDimensions(identifier: plan.identifier, dimensions: dimensions))
         }
         _queue_setState(.starting)
-        _queue_tellDelegate { $0.fetchOperationDidStart(self) }
+        if delegateCallbacks.contains(.start) { _queue_tellDelegate { $0.fetchOperationDidStart(self) } }
         _queue_loadFromNextSource()
     }
 
@@ -96,6 +96,7 @@ extension FetchOperation {
     func _queue_begin(_ source: ImageLoadSource, state: State) {
         _queue_setState(state)
         metricsRecorder.begin(source)
+        guard delegateCallbacks.contains(.sourceAttempts) else { return }
         _queue_tellDelegate { $0.fetchOperation(self, willAttemptToLoadFrom: source) }
     }
 

@@ -93,6 +93,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// The decode memory this fetch's decodes claimed, held until its delegate has the image: the decoded
     /// pixels live until then, whether or not the decode has returned. On `queue`.
     var decodeClaims: [DecodeMemoryBudget.Claim] = []
+    /// The optional callbacks the delegate has (none without a delegate): the others are never sent.
+    let delegateCallbacks: FetchDelegateCallbacks
 
     init(request: any FetchRequest, pipeline: ImagePipeline, context: (any Sendable)?, delegate: (any FetchDelegate)?,
          holdsDelegateStrongly: Bool) {
@@ -100,6 +102,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         self.pipeline = pipeline
         self.context = context
         plan = FetchPlan(request)
+        delegateCallbacks = delegate?.implementedCallbacks ?? []
         super.init()
         shared.withLock {
             $0.delegateWasSet = delegate != nil
@@ -260,6 +263,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     func _queue_setProgress(_ progress: Double) {
         shared.withLock { $0.progress = progress }
+        guard delegateCallbacks.contains(.progress) else { return }
         _queue_tellDelegate { $0.fetchOperation(self, didUpdateProgress: progress) }
     }
 

@@ -85,7 +85,7 @@ extension FetchOperation {
         }
         pipeline.configuration.recordFetch(of: pipeline.identifier, metrics: metrics, outcome: .success)
         if let delegate {
-            delegate.fetchOperationDidStart(self)
+            if delegateCallbacks.contains(.start) { delegate.fetchOperationDidStart(self) }
             delegate.fetchOperation(self, didLoadFinalImage: result)
         }
         markFinished()

@@ -70,17 +70,21 @@ extension ImagePipeline {
     }
 
     /// Tells the observers (on this thread); on the delegate queue, posts ``didStoreCachedImageNotification``
-    /// and wakes the fetch helpers showing that image.
-    func announceStore(_ info: StoredImageInfo) {
+    /// and wakes the fetch helpers showing that image, in a turn of its own unless `onDelegateQueue` sends the
+    /// posting there (a fetch adds it to its own next turn).
+    func announceStore(_ info: StoredImageInfo,
+                       onDelegateQueue: ((@escaping @Sendable () -> Void) -> Void)? = nil) {
         for observer in currentObservers { observer.imagePipeline(self, didStore: info) }
-        configuration.delegateQueue.async { [self] in
-            DelegateQueueDiagnostics.delegateTurn {
-                NotificationCenter.default.post(
-                    name: Self.didStoreCachedImageNotification, object: self, userInfo: [StoredImageInfo.userInfoKey: info])
-                for helper in storedImageWatchers.helpers(watching: info.identifier) {
-                    helper.delegateQueue_imageWasStored(info)
-                }
+        let post: @Sendable () -> Void = { [self] in
+            NotificationCenter.default.post(
+                name: Self.didStoreCachedImageNotification, object: self, userInfo: [StoredImageInfo.userInfoKey: info])
+            for helper in storedImageWatchers.helpers(watching: info.identifier) {
+                helper.delegateQueue_imageWasStored(info)
             }
         }
+        guard let onDelegateQueue else {
+            return configuration.delegateQueue.async { DelegateQueueDiagnostics.delegateTurn(post) }
+        }
+        onDelegateQueue(post)
     }
 }
