@@ -44,13 +44,15 @@ let package = Package(
             name: "CImageCodecs",
             dependencies: ["CJPEG", "CPNG"]
         ),
+        // The scheduler time slice a decoding thread asks for (sched_setattr, which Swift cannot call directly).
+        .target(name: "CThreadScheduling"),
         // The lock type every module uses: Synchronization.Mutex, or a pthread mutex in ThreadSanitizer builds.
         .target(name: "PipelineLocking"),
         .target(
             name: "ImagePipelineKit",
             dependencies: [
                 "PipelineLocking", "CImageCodecs", "CJPEG", "CPNG", "CGIF", "CEXIF", "CWebP", "CAVIF", "CJXL",
-                "CCodecsOnDemand", "CSQLite",
+                "CCodecsOnDemand", "CSQLite", "CThreadScheduling",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]

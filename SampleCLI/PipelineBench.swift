@@ -129,6 +129,11 @@ struct PipelineBench: AsyncParsableCommand {
         valueName: "MB"))
     var diskCacheMb: Int?
 
+    @Option(help: ArgumentHelp(
+        "The scheduler time slice a decoding thread asks for, in microseconds (GlobalConfiguration.decodeTimeSlice; default: the kernel's).",
+        valueName: "µs"))
+    var decodeTimeSliceUs: Int?
+
     @Flag(help: "Record stage CPU times; print where each image's CPU time went and how many decodes ran at once.")
     var breakdown = false
 
@@ -145,6 +150,7 @@ struct PipelineBench: AsyncParsableCommand {
     func run() async throws {
         guard threads > 0 else { throw ValidationError("--threads: a positive number") }
         guard downloadSlots > 0 else { throw ValidationError("--downloads: a positive number") }
+        guard (decodeTimeSliceUs ?? 1) > 0 else { throw ValidationError("--decode-time-slice-us: a positive number") }
         guard originThreads > 0 else { throw ValidationError("--origin-threads: a positive number") }
         let sources = ["skimage-hubble_deep_field.jpg", "skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-chelsea.png"]
         let photos = try sources.map { try BenchImages.photoJPEG(width: 1920, height: 1080, from: $0) }
@@ -226,6 +232,7 @@ struct PipelineBench: AsyncParsableCommand {
                 $0.maxConcurrentImageDecodeCount = threads
                 $0.maxConcurrentImagePipelineDownloadCount = downloadSlots
                 if let diskCacheMb { $0.maxBytesForAllDiskCaches = diskCacheMb << 20 }
+                $0.decodeTimeSlice = decodeTimeSliceUs.map { .microseconds($0) }
                 $0.recordsStageCPUTime = breakdown
             }
         ) { pipeline, queue in

@@ -7,8 +7,9 @@ import TestSupport
 struct DelegateCallbackTests {
     /// Runs a cold fetch (a download) whose delegate has `callbacks`, and returns what it heard and how many
     /// turns the pipeline took on the delegate queue for it.
-    static func coldFetch(_ h: FetchHarness, callbacks: FetchDelegateCallbacks) async -> ([RecordingFetchDelegate.Event], Int) {
-        // Process-wide; no other test of this process's phase turns it off meanwhile (the suite is serialized).
+    static func coldFetch(_ h: FetchHarness,
+                          callbacks: FetchDelegateCallbacks) async -> ([RecordingFetchDelegate.Event], Int) {
+        // Process-wide; no other test of this process's phase turns it off meanwhile (this suite is serialized).
         let wasMeasuring = DelegateQueueDiagnostics.measuresWork
         DelegateQueueDiagnostics.measuresWork = true
         defer { DelegateQueueDiagnostics.measuresWork = wasMeasuring }
@@ -21,13 +22,13 @@ struct DelegateCallbackTests {
         return (delegate.events, DelegateQueueDiagnostics.turnCount(on: queue) - before)
     }
 
-    @Test("Only the final callback: the download's fetch takes one turn of the delegate queue, its store notification in it",
+    @Test("Only the final callback: a download's fetch takes one delegate-queue turn, with its store notification",
           arguments: CoordinatorDownloader.allCases)
     func finalOnly(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let stored = Recorded<StoredImageInfo>()
-            let token = NotificationCenter.default.addObserver(forName: ImagePipeline.didStoreCachedImageNotification,
-                                                               object: h.pipeline, queue: nil) { note in
+            let name = ImagePipeline.didStoreCachedImageNotification
+            let token = NotificationCenter.default.addObserver(forName: name, object: h.pipeline, queue: nil) { note in
                 if let info = StoredImageInfo(notification: note) { stored.append(info) }
             }
             defer { NotificationCenter.default.removeObserver(token) }
@@ -38,12 +39,14 @@ struct DelegateCallbackTests {
         }
     }
 
-    @Test("Every callback: the start, each source tried and the progress come, in more turns", arguments: CoordinatorDownloader.allCases)
+    @Test("Every callback: the start, each source tried and the progress come, in more turns",
+          arguments: CoordinatorDownloader.allCases)
     func everyCallback(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
             let (events, turns) = await Self.coldFetch(h, callbacks: .all)
             #expect(events.first == .start && events.last == .final(.network))
-            #expect(events.contains(.attempt(.network)) && events.contains { if case .progress = $0 { true } else { false } })
+            let hasProgress = events.contains { if case .progress = $0 { true } else { false } }
+            #expect(events.contains(.attempt(.network)) && hasProgress)
             #expect(turns > 1)
         }
     }

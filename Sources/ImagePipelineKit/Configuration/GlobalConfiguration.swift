@@ -43,6 +43,7 @@ public final class GlobalConfiguration: Sendable {
     private let currentLogger = Locked<Logger?>(nil)
     private let currentDownloadLimits = Locked(DownloadLimits())
     private let decodeSlots = Locked(GlobalConfiguration.defaultMaxConcurrentImageDecodeCount)
+    private let decodeSlice = Locked<Duration?>(nil)
     /// See ``recordsStageCPUTime``; read once per stage of every fetch, hence an atomic.
     let stageCPUTimeSwitch = Atomic<Bool>(false)
     /// The fetch decodes running now, counted while ``recordsStageCPUTime`` is on.
@@ -82,6 +83,18 @@ public final class GlobalConfiguration: Sendable {
             decodeSlots.withLock { $0 = newValue < 1 ? Self.defaultMaxConcurrentImageDecodeCount : newValue }
             updateOperationQueueWidth()
         }
+    }
+
+    /// The scheduler time slice a fetch's thread asks Linux for while it decodes (kernels 6.12 and later; the
+    /// kernel takes 100 microseconds to 100 milliseconds). Default `nil`: threads keep the kernel's slice.
+    ///
+    /// Worth setting on a machine with many cores that fetches at full speed: there a thread that picks up a
+    /// download's bytes or a callback can wait for a decoding thread's whole slice (about 3 ms from 8 cores on)
+    /// while other cores idle. 100 microseconds lets it in sooner, at the price of more context switches
+    /// (docs/benchmarks.md measures both sides).
+    public var decodeTimeSlice: Duration? {
+        get { decodeSlice.withLock { $0 } }
+        set { decodeSlice.withLock { $0 = newValue } }
     }
 
     private func updateOperationQueueWidth() {

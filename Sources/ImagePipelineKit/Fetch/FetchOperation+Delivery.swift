@@ -93,10 +93,13 @@ extension FetchOperation {
         let decoded = try DecodeInterruption.$current.withValue(interruption) {
             try DecodeMemoryBudget.Claim.$current.withValue(claim) {
                 try pipeline.configuration.measuring(.decode) {
-                    if finishingIncremental, let finished = try _queue_finishIncremental(data) {
-                        return finished
+                    try DecodeTimeSlice.run(pipeline.configuration.decodeTimeSlice) {
+                        if finishingIncremental, let finished = try _queue_finishIncremental(data) {
+                            return finished
+                        }
+                        return try CodecCatalogue.shared.decode(data, target: plan.target,
+                                                                configuration: plan.decoderConfiguration)
                     }
-                    return try CodecCatalogue.shared.decode(data, target: plan.target, configuration: plan.decoderConfiguration)
                 }
             }
         }
