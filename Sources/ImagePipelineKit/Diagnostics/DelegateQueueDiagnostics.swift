@@ -37,8 +37,7 @@ public enum DelegateQueueDiagnostics {
     }
 
     /// Whether the pipeline counts and times its turns on delegate queues (see ``workTime(on:)`` and
-    /// ``turnCount(on:)``). Off by default: each
-    /// turn then costs two reads of the thread's CPU clock.
+    /// ``turnCount(on:)``). Off by default: each turn then costs two reads of the thread's CPU clock.
     public static var measuresWork: Bool {
         get { measuring.load(ordering: .relaxed) }
         set { measuring.store(newValue, ordering: .relaxed) }
