@@ -88,7 +88,7 @@ public final class GlobalConfiguration: Sendable {
     /// The scheduler time slice a fetch's thread asks Linux for while it decodes (kernels 6.12 and later; the
     /// kernel takes 100 microseconds to 100 milliseconds). Default `nil`: threads keep the kernel's slice.
     ///
-    /// Worth setting on a machine with many cores that fetches at full speed: there a thread that picks up a
+    /// Worth trying on a machine with many cores that fetches at full speed: there a thread that picks up a
     /// download's bytes or a callback can wait for a decoding thread's whole slice (about 3 ms from 8 cores on)
     /// while other cores idle. 100 microseconds lets it in sooner, at the price of more context switches
     /// (docs/benchmarks.md measures both sides).

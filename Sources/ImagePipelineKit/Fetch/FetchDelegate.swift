@@ -10,9 +10,10 @@ import Foundation
 /// A delegate that has only some of the callbacks says which in ``implementedCallbacks``: the fetch then
 /// sends it no others, as TIP calls only the delegate methods an object implements.
 public protocol FetchDelegate: AnyObject, Sendable {
-    /// The optional callbacks this delegate has (the default: all of them). The fetch does not send the others
-    /// to the delegate queue at all: a delegate that only wants the final image (the block API's) costs the
-    /// delegate queue one turn per fetch, not one for the start, each source tried and the progress too.
+    /// The optional callbacks this delegate has (the default: all of them), read once when the operation is
+    /// made. The fetch does not send the others to the delegate queue at all: a delegate that only wants the
+    /// final image (the block API's) costs the delegate queue one turn per fetch, not one for the start, each
+    /// source tried and the progress too.
     var implementedCallbacks: FetchDelegateCallbacks { get }
     func fetchOperationDidStart(_ operation: FetchOperation)
     /// Before trying `source` (memory, disk, additional caches, network or network-resumed).
