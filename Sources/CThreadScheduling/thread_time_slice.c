@@ -34,14 +34,16 @@ int ipk_thread_time_slice(uint64_t *nanoseconds) {
     return error;
 }
 
-int ipk_set_thread_time_slice(uint64_t nanoseconds) {
+int ipk_swap_thread_time_slice(uint64_t nanoseconds, uint64_t *previous) {
     struct ipk_sched_attr attributes;
     int error = read_attributes(&attributes);
     if (error != 0) return error;
     if (attributes.policy != SCHED_OTHER && attributes.policy != SCHED_BATCH) return EINVAL;
+    uint64_t before = attributes.runtime;
     attributes.size = sizeof attributes;
     attributes.flags = 0;
     attributes.runtime = nanoseconds;
     if (syscall(SYS_sched_setattr, 0, &attributes, 0) != 0) return errno;
+    *previous = before;
     return 0;
 }

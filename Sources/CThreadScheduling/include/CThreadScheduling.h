@@ -8,8 +8,9 @@
 /* The slice the calling thread asked for, in nanoseconds, in `*nanoseconds`; 0 or an errno. */
 int ipk_thread_time_slice(uint64_t *nanoseconds);
 
-/* Asks for `nanoseconds` (0: the default) for the calling thread, keeping its policy and nice value; 0 or an
- * errno (EINVAL for a thread of a real-time policy, which has no such slice). */
-int ipk_set_thread_time_slice(uint64_t nanoseconds);
+/* Asks for `nanoseconds` (0: the default) for the calling thread, keeping its policy and nice value, and puts
+ * the slice it asked for before in `*previous`; 0 or an errno (EINVAL for a thread of a real-time policy, which
+ * has no such slice). */
+int ipk_swap_thread_time_slice(uint64_t nanoseconds, uint64_t *previous);
 
 #endif

@@ -13,9 +13,11 @@ enum DecodeTimeSlice {
     static func run<Result>(_ slice: Duration?, _ body: () throws -> Result) rethrows -> Result {
         guard let slice else { return try body() }
         var previous: UInt64 = 0
-        guard ipk_thread_time_slice(&previous) == 0,
-              ipk_set_thread_time_slice(nanoseconds(of: slice)) == 0 else { return try body() }
-        defer { ipk_set_thread_time_slice(previous) }
+        guard ipk_swap_thread_time_slice(nanoseconds(of: slice), &previous) == 0 else { return try body() }
+        defer {
+            var replaced: UInt64 = 0
+            ipk_swap_thread_time_slice(previous, &replaced)
+        }
         return try body()
     }
 

@@ -64,9 +64,10 @@ extension FetchOperation {
         let inMemory = configuration.measuring(.memoryStore) {
             caches.keepDownloaded(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
         }
-        let stored = StoredImageInfo(pipelineIdentifier: pipeline.identifier, identifier: plan.identifier, url: plan.url,
-                                     dimensions: decoded.properties.dimensions, isPlaceholder: plan.isPlaceholder,
-                                     wasManuallyStored: false, image: decoded.container)
+        let storedInfo = StoredImageInfo(pipelineIdentifier: pipeline.identifier, identifier: plan.identifier,
+                                         url: plan.url, dimensions: decoded.properties.dimensions,
+                                         isPlaceholder: plan.isPlaceholder, wasManuallyStored: false,
+                                         image: decoded.container)
         _queue_succeed(result) { [self] in
             defer { afterStore() }
             let onDisk = configuration.measuring(.diskWrite) {
@@ -74,11 +75,11 @@ extension FetchOperation {
                     ? caches.writeDownloadedToDisk(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
                     : caches.forgetOnDisk(identifier: plan.identifier, url: plan.url)
             }
-            if !inMemory, onDisk { pipeline.announceStore(stored) }
+            if !inMemory, onDisk { pipeline.announceStore(storedInfo) }
         }
         // Stored in memory already: announced right after the final callback, in the same turn of the delegate
         // queue, instead of in a turn of its own once the disk write is over.
-        if inMemory { pipeline.announceStore(stored) { [self] post in _queue_onDelegateQueue(post) } }
+        if inMemory { _queue_onDelegateQueue(pipeline.storeAnnouncement(storedInfo)) }
     }
 
     /// Decodes `data` at the target, timed for the decode-duration metric; stopped at the codec's checkpoints

@@ -69,22 +69,23 @@ extension ImagePipeline {
         configuration.observers + (observer.map { [$0] } ?? [])
     }
 
-    /// Tells the observers (on this thread); on the delegate queue, posts ``didStoreCachedImageNotification``
-    /// and wakes the fetch helpers showing that image, in a turn of its own unless `onDelegateQueue` sends the
-    /// posting there (a fetch adds it to its own next turn).
-    func announceStore(_ info: StoredImageInfo,
-                       onDelegateQueue: ((@escaping @Sendable () -> Void) -> Void)? = nil) {
+    /// Tells the observers (on this thread); on the delegate queue, in a turn of its own, posts
+    /// ``didStoreCachedImageNotification`` and wakes the fetch helpers showing that image.
+    func announceStore(_ info: StoredImageInfo) {
+        let post = storeAnnouncement(info)
+        configuration.delegateQueue.async { DelegateQueueDiagnostics.delegateTurn(post) }
+    }
+
+    /// Tells the observers (on this thread) and returns the rest of the announcement, for the caller to run
+    /// on the delegate queue: the notification and the fetch helpers (a fetch runs it in its own next turn).
+    func storeAnnouncement(_ info: StoredImageInfo) -> @Sendable () -> Void {
         for observer in currentObservers { observer.imagePipeline(self, didStore: info) }
-        let post: @Sendable () -> Void = { [self] in
+        return { [self] in
             NotificationCenter.default.post(
                 name: Self.didStoreCachedImageNotification, object: self, userInfo: [StoredImageInfo.userInfoKey: info])
             for helper in storedImageWatchers.helpers(watching: info.identifier) {
                 helper.delegateQueue_imageWasStored(info)
             }
         }
-        guard let onDelegateQueue else {
-            return configuration.delegateQueue.async { DelegateQueueDiagnostics.delegateTurn(post) }
-        }
-        onDelegateQueue(post)
     }
 }
