@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""What a cold fetch spends CPU on, per image: the pipeline against the hand-written fetch of the same run.
+
+    swift build -c release --product sample-cli
+    perf record -g -F 1999 -o cpu.data -- .build/release/sample-cli bench pipeline --images 1000
+    perf script -i cpu.data -F comm,tid,time,ip,sym,dso | swift demangle --simplified > cpu.txt
+    scripts/cpu-split.py cpu.txt 1000            # FREQ=1999 by default: the -F of the recording
+
+`bench pipeline` runs the hand-written fetch, pauses, runs the pipeline, then the bare decodes. The samples are
+split into those three stretches by time: the hand-written fetch's from its first to its last sample with
+`HandWrittenFetch` on the stack, the bare decodes' from the first with `directDecodeRate`, the pipeline's in
+between (from 0.1 s after the hand-written fetch's last sample). Each sample is put in one category by the
+thread it ran on and the code on its stack, and each column gives microseconds of CPU per image (samples / FREQ
+/ images).
+
+Frame pointers are enough here (`-g`): Swift code keeps them, so the files stay small. libjpeg-turbo does not,
+and its samples carry no caller; they are told apart by their library instead.
+"""
+import collections
+import os
+import re
+import sys
+
+HEADER = re.compile(r"^(.*?)\s+(\d+)\s+([\d.]+):")
+
+# A sample goes to the category of the innermost frame on its stack that names one (a decode's scaling is
+# scale, a memory cache store reached from a download's relay is the caches); the event loops go by their
+# threads' names before that. The loopback origin serves from an event loop group of its own ("NIO-ELT-..."),
+# the HTTP client runs on SwiftNIO's shared singleton group ("NIO-SGLTN-..."). C libraries compiled without
+# frame pointers hide their callers, so the file system's kernel functions name the disk themselves.
+THREADS = [
+    ("origin (the loopback server)", "NIO-ELT"),
+    ("HTTP client and its event loops", "NIO-SGLTN"),
+]
+CATEGORIES = [
+    ("decode", ["libjpeg", "JPEGDecod", "jpeg_", "jsimd"]),
+    ("scale", ["ipk_resample", "ipk_kernel", "Bitmap.resampled", "Bitmap.scaled"]),
+    ("origin (the loopback server)", ["OriginHTTPHandler", "ImageOriginServer"]),
+    ("disk: file, checksum, index", ["DiskCache", "CacheFileSystem", "ContentChecksum", "SQLite", "sqlite3",
+                                     "HandWrittenFetch.writeNewFile", "ext4_", "recently_deleted",
+                                     "find_inode_bit", "find_get_block", "renameat"]),
+    ("HTTP client and its event loops", ["HTTPClient", "HopDelegate", "NIO"]),
+    ("hand-written fetch: blocking GET", ["LoopbackHTTPConnection", "HandWrittenFetch"]),
+    ("download sharing and relays", ["SharedDownload", "DownloadCoordinator", "DownloadDelivery", "QueueBacklog",
+                                     "FetchDownloadClient", "WaitingFetches"]),
+    ("memory and rendered caches", ["MemoryCache", "RenderedCache", "CachePool", "ImageTable", "Rendition"]),
+    ("the fetch's own steps", ["FetchOperation", "ImagePipeline", "SharedDecodes", "SharedDelegateTurn",
+                               "OperationQueue"]),
+    ("libdispatch: queues and wake-ups", ["libdispatch", "_dispatch", "dispatch_"]),
+]
+OTHER = "other: kernel, allocator, runtime"
+
+
+def read(path):
+    """Samples in time order: (time, thread name, frames innermost first, each 'symbol (library)')."""
+    samples, current = [], None
+    with open(path, errors="replace") as script:
+        for line in script:
+            if not line.strip():
+                continue
+            if not line[0].isspace():
+                match = HEADER.match(line)
+                current = (float(match.group(3)), match.group(1).strip(), []) if match else None
+                if current:
+                    samples.append(current)
+            elif current:
+                frame = line.strip()
+                current[2].append(frame.split(" ", 1)[1] if " " in frame else frame)
+    return sorted(samples, key=lambda sample: sample[0])
+
+
+def category(thread, frames):
+    for name, prefix in THREADS:
+        if thread.startswith(prefix):
+            return name
+    for frame in frames:
+        for name, words in CATEGORIES:
+            if any(word in frame for word in words):
+                return name
+    return OTHER
+
+
+def stretch(samples, word):
+    times = [time for time, _, frames in samples if any(word in frame for frame in frames)]
+    if not times:
+        sys.exit(f"no sample has {word} on its stack: is this a recording of `bench pipeline` with -g?")
+    return min(times), max(times)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    images, frequency = int(sys.argv[2]), float(os.environ.get("FREQ", "1999"))
+    samples = read(sys.argv[1])
+    hand_start, hand_end = stretch(samples, "HandWrittenFetch")
+    bare_start, bare_end = stretch(samples, "directDecodeRate")
+    stretches = {
+        "bare decodes": [s for s in samples if bare_start <= s[0] <= bare_end],
+        "hand-written": [s for s in samples if hand_start <= s[0] <= hand_end],
+        # The benchmark pauses 0.2 s after the hand-written fetch; its last stragglers stay out.
+        "pipeline": [s for s in samples if hand_end + 0.1 < s[0] < bare_start],
+    }
+    counts = {name: collections.Counter(category(thread, frames) for _, thread, frames in group)
+              for name, group in stretches.items()}
+    per_image = lambda count: count / frequency / images * 1e6
+    names = list(dict.fromkeys([name for name, _ in CATEGORIES] + [OTHER]))
+    print(f"{'microseconds of CPU per image':36s} {'bare decodes':>13s} {'hand-written':>13s} {'pipeline':>9s} "
+          f"{'pipeline - hand-written':>24s}")
+    for name in names:
+        hand, pipeline = counts["hand-written"][name], counts["pipeline"][name]
+        print(f"{name:36s} {per_image(counts['bare decodes'][name]):13.0f} {per_image(hand):13.0f} "
+              f"{per_image(pipeline):9.0f} {per_image(pipeline - hand):+24.0f}")
+    totals = {name: sum(counter.values()) for name, counter in counts.items()}
+    print(f"{'all':36s} {per_image(totals['bare decodes']):13.0f} {per_image(totals['hand-written']):13.0f} "
+          f"{per_image(totals['pipeline']):9.0f} {per_image(totals['pipeline'] - totals['hand-written']):+24.0f}")
+
+
+if __name__ == "__main__":
+    main()
