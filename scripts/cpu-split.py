@@ -46,7 +46,8 @@ CATEGORIES = [
     ("memory and rendered caches", ["MemoryCache", "RenderedCache", "CachePool", "ImageTable", "Rendition"]),
     ("the fetch's own steps", ["FetchOperation", "ImagePipeline", "SharedDecodes", "SharedDelegateTurn",
                                "OperationQueue"]),
-    ("libdispatch: queues and wake-ups", ["libdispatch", "_dispatch", "dispatch_"]),
+    # "^" matches the start of a symbol only: the kernel's block layer has functions named "..._dispatch_...".
+    ("libdispatch: queues and wake-ups", ["libdispatch", "^_dispatch_", "^dispatch_"]),
 ]
 OTHER = "other: kernel, allocator, runtime"
 
@@ -75,7 +76,7 @@ def category(thread, frames):
             return name
     for frame in frames:
         for name, words in CATEGORIES:
-            if any(word in frame for word in words):
+            if any(frame.startswith(word[1:]) if word.startswith("^") else word in frame for word in words):
                 return name
     return OTHER
 
