@@ -85,8 +85,10 @@ public final class GlobalConfiguration: Sendable {
         }
     }
 
-    /// The scheduler time slice a fetch's thread asks Linux for while it decodes (kernels 6.12 and later; the
-    /// kernel takes 100 microseconds to 100 milliseconds). Default `nil`: threads keep the kernel's slice.
+    /// The scheduler time slice a fetch's thread asks Linux for while it decodes an image it has whole, from a
+    /// download or a cache (kernels 6.12 and later; the kernel takes 100 microseconds to 100 milliseconds).
+    /// The scans shown while a download runs keep the kernel's slice: they come on slow links, where no core
+    /// waits for them. Default `nil`: threads keep the kernel's slice.
     ///
     /// Worth trying on a machine with many cores that fetches at full speed: there a thread that picks up a
     /// download's bytes or a callback can wait for a decoding thread's whole slice (about 3 ms from 8 cores on)

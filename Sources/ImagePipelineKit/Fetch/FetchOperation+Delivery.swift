@@ -247,7 +247,7 @@ extension FetchOperation {
         // A fetch that never started has nothing on the delegate queue yet: its callbacks can go in the shared turn.
         _queue_sharingDelegateTurn(turn) {
             _queue_setState(.starting)
-            if delegateCallbacks.contains(.start) { _queue_tellDelegate { $0.fetchOperationDidStart(self) } }
+            _queue_tellDelegateStarted()
             metricsRecorder.begin(.memoryCache)
             _queue_succeed(result)
         }

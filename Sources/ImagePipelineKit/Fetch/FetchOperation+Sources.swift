@@ -55,7 +55,7 @@ extension FetchOperation {
             pipeline.configuration.report(.invalidTargetDimensions(identifier: plan.identifier, dimensions: dimensions))
         }
         _queue_setState(.starting)
-        if delegateCallbacks.contains(.start) { _queue_tellDelegate { $0.fetchOperationDidStart(self) } }
+        _queue_tellDelegateStarted()
         _queue_loadFromNextSource()
     }
 

@@ -217,6 +217,12 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         }
     }
 
+    /// Sends `didStart`, when the delegate has it.
+    func _queue_tellDelegateStarted() {
+        guard delegateCallbacks.contains(.start) else { return }
+        _queue_tellDelegate { $0.fetchOperationDidStart(self) }
+    }
+
     /// Runs `work` on the delegate queue after everything this fetch sent there before it.
     ///
     /// Calls that come close together share one turn of the delegate queue: `didStart`, `willAttempt` and the
