@@ -21,6 +21,8 @@ import os
 import re
 import sys
 
+from perf_stacks import read_stacks
+
 HEADER = re.compile(r"^(.*?)\s+(\d+)\s+([\d.]+):")
 
 # A sample goes to the category of the innermost frame on its stack that names one (a decode's scaling is
@@ -52,24 +54,6 @@ CATEGORIES = [
 OTHER = "other: kernel, allocator, runtime"
 
 
-def read(path):
-    """Samples in time order: (time, thread name, frames innermost first, each 'symbol (library)')."""
-    samples, current = [], None
-    with open(path, errors="replace") as script:
-        for line in script:
-            if not line.strip():
-                continue
-            if not line[0].isspace():
-                match = HEADER.match(line)
-                current = (float(match.group(3)), match.group(1).strip(), []) if match else None
-                if current:
-                    samples.append(current)
-            elif current:
-                frame = line.strip()
-                current[2].append(frame.split(" ", 1)[1] if " " in frame else frame)
-    return sorted(samples, key=lambda sample: sample[0])
-
-
 def category(thread, frames):
     for name, prefix in THREADS:
         if thread.startswith(prefix):
@@ -92,7 +76,7 @@ def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     images, frequency = int(sys.argv[2]), float(os.environ.get("FREQ", "1999"))
-    samples = read(sys.argv[1])
+    samples = read_stacks(sys.argv[1], HEADER)
     hand_start, hand_end = stretch(samples, "HandWrittenFetch")
     bare_start, bare_end = stretch(samples, "directDecodeRate")
     stretches = {

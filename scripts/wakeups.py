@@ -18,6 +18,8 @@ import os
 import re
 import sys
 
+from perf_stacks import read_stacks
+
 HEADER = re.compile(r"^\s*(.*?)\s+(\d+)\s+([\d.]+):.*comm=(.*?) pid=")
 # Frames that say how a thread was woken, not which code woke it.
 MECHANISM = ("_dispatch", "dispatch_", "__new_sem", "futex", "pthread", "DispatchQueue", "thunk", "partial apply",
@@ -27,26 +29,6 @@ KERNEL = re.compile(r"^(try_to_wake|ttwu|wake_up|wake_q|do_|futex_|__x64|entry_S
                     r"tcp|ip_|unix|eventfd_w|ksys|vfs|kick|net_|process_backlog|handle_softirqs|loopback|dev_|"
                     r"sch_|irq|asm_|sysvec|hrtimer|swake|rcu|call_timer|run_timer|tmigr|rt_mutex|mod_delayed|"
                     r"kblockd|zap_|finish_task|schedule|__)")
-
-
-def read(path):
-    """The wake-ups in time order: (time, waking thread's name, frames innermost first)."""
-    events, current = [], None
-    with open(path, errors="replace") as trace:
-        for line in trace:
-            if not line.strip():
-                if current:
-                    events.append(current)
-                current = None
-            elif not line[0].isspace():
-                match = HEADER.match(line)
-                current = (float(match.group(3)), match.group(1), []) if match else None
-            elif current:
-                frame = line.strip()
-                current[2].append(frame.split(" ", 1)[1] if " " in frame else frame)
-    if current:
-        events.append(current)
-    return sorted(events, key=lambda event: event[0])
 
 
 def bursts(events, gap=0.15):
@@ -72,7 +54,7 @@ def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     images = int(sys.argv[2])
-    groups = bursts(read(sys.argv[1]))
+    groups = bursts(read_stacks(sys.argv[1], HEADER))
     chosen = groups[int(os.environ["SEGMENT"])] if "SEGMENT" in os.environ else max(groups, key=len)
     span = chosen[-1][0] - chosen[0][0]
     print(f"{len(chosen)} wake-ups in {span:.2f} s: {len(chosen) / images:.1f} per image")
