@@ -19,6 +19,37 @@ struct ScrollReport {
 
     }
 
+    /// Time to first pixels over every visit, counting a visit that ended (or the run ended) without pixels as
+    /// "never": a censored sample. A percentile is `nil`, "never", when the visits that showed pixels are too few
+    /// to reach it, so a loader that shows a quarter of its cells has no p50 however fast that quarter was.
+    struct CensoredLatency {
+        var visits: Int
+        var shown: Int
+        var p50Ms: Double?
+        var p95Ms: Double?
+
+        init(shown delays: [Duration], never: Int) {
+            let sorted = delays.map(\.milliseconds).sorted()
+            visits = sorted.count + never
+            shown = sorted.count
+            // The same ranks as ``Latency``'s, taken over every visit; ranks past the shown ones are "never".
+            func rank(_ index: Int) -> Double? { index < sorted.count ? sorted[index] : nil }
+            p50Ms = visits == 0 ? nil : rank(visits / 2)
+            p95Ms = visits == 0 ? nil : rank(min(visits - 1, visits * 95 / 100))
+        }
+
+        /// "412 / never ms (26 of 90)".
+        var text: String {
+            func value(_ ms: Double?) -> String { ms.map { String(format: "%.0f", $0) } ?? "never" }
+            return "\(value(p50Ms)) / \(value(p95Ms)) ms (\(shown) of \(visits))"
+        }
+
+        /// `null` stands for "never".
+        var json: [String: Any] {
+            ["visits": visits, "shown": shown, "p50Ms": p50Ms ?? NSNull(), "p95Ms": p95Ms ?? NSNull()]
+        }
+    }
+
     var frames: Int
     var fps: Int
     var budgetMs: Double
@@ -45,6 +76,9 @@ struct ScrollReport {
     var firstVisitFirstPixels: Latency
     /// First visits that ended before any pixels showed (not in `firstVisitFirstPixels`).
     var firstVisitsWithoutPixels: Int
+    /// Time to first pixels over all first visits, those that never showed pixels included (censored): the
+    /// visits still on screen without pixels when the run ended count as never too.
+    var firstVisitsCensored: CensoredLatency
     var sources: [String: Int]
     var renderedHits: Int
     var renditionTableHits: Int
@@ -89,6 +123,7 @@ struct ScrollReport {
             let final = finals[format].map { String(format: "%.1f / %.1f ms (n=%d)", $0.p50Ms, $0.p95Ms, $0.count) } ?? "-"
             row("  \(format): first pixels; final p50/p95", "\(first); \(final)")
         }
+        row("first visits: first pixels p50 / p95, all", firstVisitsCensored.text + " (a visit without pixels: never)")
         let order = ["memory", "disk", "diskRevalidated", "additional", "network", "networkResumed"]
         row("final images by source", order.compactMap { key in sources[key].map { "\(key) \($0)" } }.joined(separator: ", ")
             + " (of which shown before load returned: \(renderedHits); kept renditions, no decode: \(renditionTableHits))")
@@ -125,6 +160,7 @@ struct ScrollReport {
         }
         row("first pixels p50 / p95") { latency($0.allFirstPixels) }
         row("  first visits only") { latency($0.firstVisitFirstPixels) }
+        row("  all first visits") { $0.firstVisitsCensored.text }
         row("  first visits with pixels") {
             let visits = $0.firstVisitFirstPixels.count + $0.firstVisitsWithoutPixels
             return "\($0.firstVisitFirstPixels.count) of \(visits)"
@@ -152,6 +188,7 @@ struct ScrollReport {
             "timeToFirstPixels": firstPixels.mapValues(\.json), "timeToFinalImage": finals.mapValues(\.json), "timeToFinalImageAllFormats": allFinals.json, "timeToFirstPixelsAllFormats": allFirstPixels.json,
             "timeToFirstPixelsFirstVisits": firstVisitFirstPixels.json,
             "firstVisitsWithoutPixels": firstVisitsWithoutPixels,
+            "timeToFirstPixelsAllFirstVisits": firstVisitsCensored.json,
             "finalImagesBySource": sources, "shownBeforeLoadReturned": renderedHits, "renditionTableHits": renditionTableHits, "previews": previews,
             "scansAndFirstFrames": incrementalImages, "fetchesCancelled": cancelled, "requests": requests,
             "scrolledOffWhileLoading": scrolledOffWhileLoading, "cancelledBeforeDecode": cancelledBeforeDecode, "decodeStoppedMidway": decodeStopped,

@@ -268,6 +268,9 @@ final class ScrollSimulation: @unchecked Sendable {
             allFirstPixels: ScrollReport.Latency(stats.firstPixelDelays.values.flatMap { $0 }),
             firstVisitFirstPixels: ScrollReport.Latency(stats.firstVisitFirstPixels),
             firstVisitsWithoutPixels: stats.firstVisitsWithoutPixels,
+            firstVisitsCensored: ScrollReport.CensoredLatency(
+                shown: stats.firstVisitFirstPixels,
+                never: stats.firstVisitsWithoutPixels + visible.filter { cells[$0].map { $0.visits == 1 && !$0.shownPixels } ?? false }.count),
             sources: stats.finalSources, renderedHits: stats.renderedHits, renditionTableHits: stats.renditionTableHits,
             previews: stats.previews,
             incrementalImages: stats.incrementalImages, cancelled: stats.cancelled,
