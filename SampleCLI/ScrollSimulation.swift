@@ -149,7 +149,10 @@ final class ScrollSimulation: @unchecked Sendable {
             window += layout.visibleItems(at: at).filter { !visible.contains($0) && !window.contains($0) }
         }
         let windowSet = Set(window)
-        let left = prefetchWindow.subtracting(windowSet).subtracting(visible)
+        // A cell that came on screen has its own fetch, which joined the prefetch's download: the prefetch is
+        // stopped like any other that left the window (the download goes on for the cell). Left running, it
+        // would outlive the cell, which cancels only its own fetch when it scrolls off.
+        let left = prefetchWindow.subtracting(windowSet)
         if !left.isEmpty { prefetcher.stopPrefetching(with: left.map(prefetchRequest)) }
         let entering = window.filter { !prefetchWindow.contains($0) && cells[$0]?.displayedImage == nil }
         if !entering.isEmpty { prefetcher.startPrefetching(with: entering.map(prefetchRequest)) }

@@ -313,6 +313,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
                                _ callback: @escaping @Sendable (any FetchDelegate) -> Void) {
         _queue_setState(finalState)
         _queue_releaseSharedCacheLease()
+        _queue_releaseWorkingState()
         let claims = decodeClaims
         decodeClaims = []
         let sharedTurn = sharedDelegateTurn
@@ -332,6 +333,19 @@ public final class FetchOperation: Operation, @unchecked Sendable {
             // from the delegate queue on a small machine, and the callbacks after it came late.
             if let sharedTurn { sharedTurn.afterCallbacks(afterwards) } else { afterwards() }
         }
+    }
+
+    /// Drops what only a running fetch needs, as soon as it ends, not when the operation is released: an app
+    /// may keep finished operations (a list of its fetches, a view's last one) for as long as it likes, and a
+    /// progressive session holds a whole image's worth of coefficients and its claim on the decode memory
+    /// budget. A cancelled fetch kept that way would otherwise hold both, and enough of them would leave the
+    /// final decodes of the fetches still on screen waiting for budget that never comes back.
+    private func _queue_releaseWorkingState() {
+        if case .decoding(_, _, let claim) = incremental.phase { claim.releaseAll() }
+        incremental = IncrementalImageState()
+        incremental.phase = .done
+        resumablePartial = nil
+        revalidatingImage = nil
     }
 
     /// KVO-visible end of the operation. Also used by the synchronous rendered path, which never starts it.
