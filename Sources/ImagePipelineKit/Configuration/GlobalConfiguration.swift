@@ -163,6 +163,11 @@ public final class GlobalConfiguration: Sendable {
         set { decodeMemoryBudget.capacity = newValue < 0 ? Self.defaultMaxBytesForDecodesInFlight : newValue }
     }
 
+    /// The bytes of decoded pixels that running decodes and the progressive sessions of downloading fetches
+    /// hold now, all pipelines on this configuration together: what ``maxBytesForDecodesInFlight`` bounds. A
+    /// fetch gives its share back when it ends, whether or not its operation is still referenced.
+    public var totalBytesForDecodesInFlight: Int { decodeMemoryBudget.inUse }
+
     /// The budget ``maxBytesForDecodesInFlight`` sets.
     let decodeMemoryBudget = DecodeMemoryBudget(capacity: GlobalConfiguration.defaultMaxBytesForDecodesInFlight)
 
