@@ -99,9 +99,28 @@ final class ScrollStats: @unchecked Sendable {
     /// Final images that were kept renditions (memory or disk source, no decode).
     var renditionTableHits = 0
     var cancelled = 0
-    /// Fetches still running when their cell scrolled off; at the end, the ones that ended cancelled never
-    /// decoded (a fetch whose decode had begun finishes it and succeeds).
-    var scrolledOffWhileLoading: [FetchOperation] = []
+    /// Fetches still running when their cell scrolled off, until they end: then they are tallied below and let
+    /// go. Holding every one to the end of the run, as a list of all of them would, held each one's last
+    /// progressive scan with it, a bitmap a cell, and the harness's memory passed for the pipeline's.
+    var scrolledOffInFlight: [FetchOperation] = []
+    /// Of the fetches still running when their cell scrolled off: how many, how many of them ended cancelled
+    /// before decoding, and how many more ended cancelled with their decode stopped midway.
+    var scrolledOffWhileLoading = 0
+    var cancelledBeforeDecode = 0
+    var decodeStopped = 0
+
+    /// Tallies the scrolled-off fetches that have ended and lets them go; one still running at the end of the
+    /// run counts as not cancelled.
+    func tallyEndedScrolledOffFetches() {
+        scrolledOffInFlight.removeAll { operation in
+            let state = operation.state
+            guard state.isFinished else { return false }
+            if state == .cancelled {
+                if operation.metrics?.decodeWasInterrupted == true { decodeStopped += 1 } else { cancelledBeforeDecode += 1 }
+            }
+            return true
+        }
+    }
     /// The frame block's own time (wall clock).
     var frameWork: [Duration] = []
     /// CPU time spent on the main queue since the previous frame ended: this frame block and the turns before
@@ -114,4 +133,21 @@ final class ScrollStats: @unchecked Sendable {
     var dropped = 0
     var coverage: [Double] = []
     var imagesCompletedPerFrame: [Int] = []
+    /// The stops of at least ``ScrollStop/minimum``, in order.
+    var stops: [ScrollStop] = []
+}
+
+/// A time the screen stayed the same (the scroll stopped, or moved less than a row): how long it took until
+/// every cell on it showed pixels, then its final image, against the time the link needed for the bytes those
+/// cells still lacked when it began.
+struct ScrollStop {
+    /// Stops shorter than this are passing moments of a scroll, not a screen someone looks at.
+    static let minimum = Duration.seconds(1)
+
+    var began: ContinuousClock.Instant
+    /// The bytes of the images its cells did not show in full when it began, at the link's bandwidth.
+    var linkTime: Duration?
+    var allPixels: Duration?
+    var allFinal: Duration?
+    var lasted: Duration = .zero
 }

@@ -119,6 +119,7 @@ struct ScrollCommand: AsyncParsableCommand {
             throw ValidationError("--timeline writes PNG or SVG: give a .png or .svg file")
         }
         if warm != .cold, compare { throw ValidationError("--warm and --compare do not go together") }
+        if compareLoadersOnly, !compare { throw ValidationError("--compare-loaders-only goes with --compare") }
         guard (0...10).contains(prefetchScreens) else { throw ValidationError("--prefetch-screens must be between 0 and 10") }
         if let maxDownloads, !(1...64).contains(maxDownloads) { throw ValidationError("--max-downloads must be between 1 and 64") }
         if let maxFetches, !(1...64).contains(maxFetches) { throw ValidationError("--max-fetches must be between 1 and 64") }
@@ -130,6 +131,9 @@ struct ScrollCommand: AsyncParsableCommand {
 
     @Flag(help: "Compare: conventional loading (a download and a full decode on the main queue per cell on display, no caches, no previews, no progressive) against the pipeline; then baseline against progressive JPEGs of the same pictures (best over --network 3g).")
     var compare = false
+
+    @Flag(help: "With --compare: conventional loading against the pipeline only, without the baseline-against-progressive runs (half the time).")
+    var compareLoadersOnly = false
 
     func run() async throws {
         if let origin {
@@ -149,7 +153,7 @@ struct ScrollCommand: AsyncParsableCommand {
         if compare {
             print(ScrollReport.sideBySide(reports.map { ($0.name, $0.report) }))
             // TIP's claim: progressive JPEGs become visible sooner on slow links. The same pictures both ways.
-            for progressive in [false, true] {
+            for progressive in [false, true] where !compareLoadersOnly {
                 let assets = try feed == .photos
                     ? ScrollAssets.feed(cachedIn: "out/feed", photosOnly: true, progressive: progressive)
                     : ScrollAssets.jpegs(progressive: progressive)
@@ -159,8 +163,10 @@ struct ScrollCommand: AsyncParsableCommand {
                 try await origin.shutdown()
                 reports.append((progressive ? "progressive JPEG" : "baseline JPEG", run.0, run.1))
             }
-            print("")
-            print(ScrollReport.sideBySide(reports.suffix(2).map { ($0.name, $0.report) }))
+            if !compareLoadersOnly {
+                print("")
+                print(ScrollReport.sideBySide(reports.suffix(2).map { ($0.name, $0.report) }))
+            }
         } else {
             print(pipelined.0.table())
         }
@@ -222,11 +228,13 @@ struct ScrollCommand: AsyncParsableCommand {
                           identifier: String = "scroll") async throws -> (ScrollReport, ScrollSimulation.Outcome) {
         try await simulate(urls: (0..<items).map { server.url(for: assets.path(item: $0)) },
                            formats: assets.formats(items: items), server: server, conventional: conventional,
-                           identifier: identifier)
+                           identifier: identifier, originPictureBytes: assets.assets.reduce(0) { $0 + $1.data.count },
+                           byteCounts: (0..<items).map { assets.assets[$0 % assets.assets.count].data.count })
     }
 
     private func simulate(urls: [URL], formats: [String], server: ImageOriginServer?, conventional: Bool,
-                          identifier pipelineIdentifier: String = "scroll") async throws -> (ScrollReport, ScrollSimulation.Outcome) {
+                          identifier pipelineIdentifier: String = "scroll",
+                          originPictureBytes: Int = 0, byteCounts: [Int]? = nil) async throws -> (ScrollReport, ScrollSimulation.Outcome) {
         let root = cacheDir.map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-scroll-\(getpid())-\(UUID().uuidString)")
         defer { if cacheDir == nil { try? FileManager.default.removeItem(at: root) } }
@@ -279,6 +287,9 @@ struct ScrollCommand: AsyncParsableCommand {
                 while previous != nil, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
             }
         }
+        // The run's own peak, counted from here: the origin, its pictures and earlier runs are in the baseline.
+        ScrollReport.resetPeakResidentBytes()
+        let residentBeforeRun = ScrollReport.residentBytes()
         let pipeline = try warmPipeline ?? makePipeline(identifier: identifier, configuration: configuration, cacheRoot: root,
                                               renditionTables: conventional ? 0 : renditionTableSlots)
         let requestsBefore = server?.requestLog.count ?? 0
@@ -286,6 +297,8 @@ struct ScrollCommand: AsyncParsableCommand {
         let simulation = ScrollSimulation(
             pipeline: pipeline, queue: mainQueue, urls: urls, formats: formats,
             layout: layout, script: script, fps: fps, seconds: seconds, disappearance: disappearance.behavior, quiet: quiet)
+        simulation.byteCounts = byteCounts
+        simulation.linkBytesPerSecond = server == nil ? nil : network.link?.downlinkBytesPerSecond
         if conventional {
             simulation.conventionalDownloader = imageDownloader
         } else if prefetchScreens > 0 {
@@ -314,6 +327,9 @@ struct ScrollCommand: AsyncParsableCommand {
             "diskBytes": configuration.totalBytesForAllDiskCaches,
         ]
         report.peakResidentBytes = ScrollReport.peakResidentBytes()
+        report.residentBeforeRunBytes = residentBeforeRun
+        report.originPictureBytes = originPictureBytes
+        report.peakDecodeBytes = configuration.peakBytesForDecodesInFlight
         report.sharedDownloads = configuration.downloadCoordinator.sharedLoadCount
         report.prefetchesCompleted = simulation.prefetcher?.completedCount ?? 0
         simulation.prefetcher?.stopPrefetching()

@@ -19,6 +19,49 @@ struct ScrollReport {
 
     }
 
+    /// After each stop of the scroll (a screen unchanged for ``ScrollStop/minimum`` or more): how long until every
+    /// cell on it showed pixels and until every one showed its final image ("never" when the stop ended first),
+    /// and that last wait against the time the link needed for the bytes those cells lacked.
+    struct Stops {
+        var count: Int
+        /// The worst stop's waits; `nil`, "never", when some stop ended before.
+        var allPixelsWorstMs: Double?
+        var allFinalWorstMs: Double?
+        /// Stops whose cells all showed pixels, and all their final images, before the stop ended.
+        var allPixelsCount: Int
+        var allFinalCount: Int
+        /// The largest ratio of the wait for every final image to the link's time for the lacking bytes, over the
+        /// stops that needed bytes and got them all.
+        var worstFinalToLinkTime: Double?
+
+        init(_ stops: [ScrollStop]) {
+            count = stops.count
+            allPixelsCount = stops.filter { $0.allPixels != nil }.count
+            allFinalCount = stops.filter { $0.allFinal != nil }.count
+            allPixelsWorstMs = allPixelsCount == count ? stops.compactMap(\.allPixels).max()?.milliseconds : nil
+            allFinalWorstMs = allFinalCount == count ? stops.compactMap(\.allFinal).max()?.milliseconds : nil
+            worstFinalToLinkTime = stops.compactMap { stop -> Double? in
+                guard let final = stop.allFinal, let link = stop.linkTime, link > .milliseconds(1) else { return nil }
+                return final.milliseconds / link.milliseconds
+            }.max()
+        }
+
+        var text: String {
+            guard count > 0 else { return "no stop of a second or more" }
+            func worst(_ ms: Double?, _ reached: Int) -> String {
+                ms.map { String(format: "worst %.0f ms", $0) } ?? "\(count - reached) of \(count) never"
+            }
+            return "\(count) stops: all pixels \(worst(allPixelsWorstMs, allPixelsCount)); all final \(worst(allFinalWorstMs, allFinalCount))"
+                + (worstFinalToLinkTime.map { String(format: " (%.2fx the link's time)", $0) } ?? "")
+        }
+
+        var json: [String: Any] {
+            ["count": count, "allPixelsCount": allPixelsCount, "allFinalCount": allFinalCount,
+             "allPixelsWorstMs": allPixelsWorstMs ?? NSNull(), "allFinalWorstMs": allFinalWorstMs ?? NSNull(),
+             "worstFinalToLinkTime": worstFinalToLinkTime ?? NSNull()]
+        }
+    }
+
     /// Time to first pixels over every visit, counting a visit that ended (or the run ended) without pixels as
     /// "never": a censored sample. A percentile is `nil`, "never", when the visits that showed pixels are too few
     /// to reach it, so a loader that shows a quarter of its cells has no p50 however fast that quarter was.
@@ -93,6 +136,8 @@ struct ScrollReport {
     var cancelledBeforeDecode: Int
     var decodeStopped: Int
     var cells: Int
+    /// The screens the scroll stopped on for at least a second.
+    var stops: Stops
     var network = ""
     var script = ""
     /// The caches at the start: cold, disk or memory (`--warm`).
@@ -101,7 +146,16 @@ struct ScrollReport {
     var bytesTransferred = 0
     var requests = 0
     var cacheTotals: [String: Int] = [:]
+    /// The run's peak resident memory, the whole process's: the pipeline, the embedded origin, the runtime.
     var peakResidentBytes = 0
+    /// The resident memory just before the run's pipeline was made: the runtime, the embedded origin and the
+    /// pictures it serves (the origin's share, which an app would not have); the peak less this is the run's.
+    var residentBeforeRunBytes = 0
+    /// The bytes of the pictures the embedded origin holds to serve (0 for an external origin).
+    var originPictureBytes = 0
+    /// The most decode working memory (pixels and a progressive JPEG's coefficients) held at once by the run's
+    /// decodes and progressive sessions (``GlobalConfiguration/peakBytesForDecodesInFlight``).
+    var peakDecodeBytes = 0
     /// Fetches that joined a download already under way (the coordinator's count).
     var sharedDownloads = 0
     /// Prefetches that ended with an image (`--prefetch-screens`).
@@ -123,6 +177,7 @@ struct ScrollReport {
             let final = finals[format].map { String(format: "%.1f / %.1f ms (n=%d)", $0.p50Ms, $0.p95Ms, $0.count) } ?? "-"
             row("  \(format): first pixels; final p50/p95", "\(first); \(final)")
         }
+        row("after each stop, every cell on screen", stops.text)
         row("first visits: first pixels p50 / p95, all", firstVisitsCensored.text + " (a visit without pixels: never)")
         let order = ["memory", "disk", "diskRevalidated", "additional", "network", "networkResumed"]
         row("final images by source", order.compactMap { key in sources[key].map { "\(key) \($0)" } }.joined(separator: ", ")
@@ -137,14 +192,16 @@ struct ScrollReport {
         row("prefetches completed", "\(prefetchesCompleted)")
         row("requests / bytes transferred", requests < 0 ? "unknown (external origin)" : "\(requests) / \(bytesTransferred)")
         row("cache totals", "rendered \(cacheTotals["renderedBytes"] ?? 0) B (limit \(cacheTotals["renderedLimitBytes"] ?? 0)), memory \(cacheTotals["memoryBytes"] ?? 0) B, disk \(cacheTotals["diskBytes"] ?? 0) B")
-        row("peak resident memory", "\(peakResidentBytes >> 20) MiB")
+        row("peak resident memory", "\(peakResidentBytes >> 20) MiB: \(max(0, peakResidentBytes - residentBeforeRunBytes) >> 20) MiB over "
+            + "the \(residentBeforeRunBytes >> 20) MiB before the run (runtime, origin, its \(originPictureBytes >> 20) MiB of pictures)")
+        row("peak decode working memory", "\(peakDecodeBytes >> 20) MiB (pixels and progressive coefficients held at once)")
         row("decode/scale/disk on the main queue", delegateQueueViolations == 0 ? "none (checked)" : "\(delegateQueueViolations) — FAIL")
         return lines.joined(separator: "\n")
     }
 
     /// Several runs in columns: the rows that tell them apart.
     static func sideBySide(_ runs: [(name: String, report: ScrollReport)]) -> String {
-        func cell(_ text: String) -> String { text.padding(toLength: 28, withPad: " ", startingAt: 0) }
+        func cell(_ text: String) -> String { text.padding(toLength: 31, withPad: " ", startingAt: 0) }
         var lines = [cell("") + runs.map { cell($0.name) }.joined()]
         func row(_ name: String, _ value: (ScrollReport) -> String) {
             lines.append(cell(name) + runs.map { cell(value($0.report)) }.joined())
@@ -167,9 +224,12 @@ struct ScrollReport {
                 + (visits > 0 ? String(format: " (%.0f%%)", 100 * Double($0.firstVisitFirstPixels.count) / Double(visits)) : "")
         }
         row("final image p50 / p95") { latency($0.allFinals) }
+        row("after stops: all pixels") { $0.stops.count == 0 ? "-" : $0.stops.allPixelsWorstMs.map { String(format: "worst %.0f ms", $0) } ?? "\($0.stops.count - $0.stops.allPixelsCount) of \($0.stops.count) never" }
+        row("after stops: all final") { $0.stops.count == 0 ? "-" : ($0.stops.allFinalWorstMs.map { String(format: "worst %.0f ms", $0) } ?? "\($0.stops.count - $0.stops.allFinalCount) of \($0.stops.count) never") + ($0.stops.worstFinalToLinkTime.map { String(format: " (%.2fx)", $0) } ?? "") }
         row("prefetches completed") { "\($0.prefetchesCompleted)" }
         row("requests") { "\($0.requests)" }
         row("bytes transferred") { "\($0.bytesTransferred)" }
+        row("peak resident (before run)") { "\($0.peakResidentBytes >> 20) MiB (\($0.residentBeforeRunBytes >> 20))" }
         row("decode/scale/disk on main") { "\($0.delegateQueueViolations)" }
         return lines.joined(separator: "\n")
     }
@@ -193,16 +253,29 @@ struct ScrollReport {
             "scansAndFirstFrames": incrementalImages, "fetchesCancelled": cancelled, "requests": requests,
             "scrolledOffWhileLoading": scrolledOffWhileLoading, "cancelledBeforeDecode": cancelledBeforeDecode, "decodeStoppedMidway": decodeStopped,
             "bytesTransferred": bytesTransferred, "cacheTotals": cacheTotals, "peakResidentBytes": peakResidentBytes,
+            "residentBeforeRunBytes": residentBeforeRunBytes, "originPictureBytes": originPictureBytes,
+            "peakDecodeBytes": peakDecodeBytes,
             "cellsVisited": cells, "mainQueueViolations": delegateQueueViolations, "sharedDownloads": sharedDownloads,
-            "prefetchesCompleted": prefetchesCompleted,
+            "prefetchesCompleted": prefetchesCompleted, "stops": stops.json,
         ]
         return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
     }
 
-    /// This process's peak resident set (`VmHWM`).
-    static func peakResidentBytes() -> Int {
+    /// This process's peak resident set (`VmHWM`) since it started or since ``resetPeakResidentBytes()``.
+    static func peakResidentBytes() -> Int { statusBytes("VmHWM:") }
+
+    /// This process's resident set now (`VmRSS`).
+    static func residentBytes() -> Int { statusBytes("VmRSS:") }
+
+    /// Starts a new peak: Linux resets `VmHWM` to the resident set now when `5` is written to `clear_refs`
+    /// (since 4.0), so that each run of `--compare` reports its own peak, not the largest so far.
+    static func resetPeakResidentBytes() {
+        try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
+    }
+
+    private static func statusBytes(_ field: String) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
               let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
         else { return 0 }
         return kilobytes * 1024

@@ -34,6 +34,12 @@ final class ScrollSimulation: @unchecked Sendable {
     private var lastOffset = 0.0
     /// Main-queue CPU time outside frame blocks, as of the previous frame's end.
     private var turnsAtLastFrame: Duration?
+    /// Each item's image size in bytes and the link's bandwidth, when known: a stop's wait is compared with the
+    /// time the link needs for the bytes its cells still lacked.
+    var byteCounts: [Int]?
+    var linkBytesPerSecond: Int?
+    /// The stop under way: the screen has not changed since it began.
+    private var stop: ScrollStop?
 
     init(pipeline: ImagePipeline, queue: DispatchQueue, urls: [URL], formats: [String], layout: GridLayout,
          script: ScrollScript, fps: Int, seconds: Double, disappearance: DisappearanceBehavior, quiet: Bool) {
@@ -76,6 +82,8 @@ final class ScrollSimulation: @unchecked Sendable {
             }
         }
         return queue.sync {
+            endStop(at: .now)
+            stats.tallyEndedScrolledOffFetches()
             let outcome = Outcome(report: report(frameCount: frameCount, budget: budget), viewport: viewport(),
                                   busyMs: stats.frameLatency.map(\.milliseconds), imagesCompleted: stats.imagesCompletedPerFrame)
             // Loads still in flight stop with the run (after the report, which counts them as running), so that
@@ -87,6 +95,33 @@ final class ScrollSimulation: @unchecked Sendable {
             }
             return outcome
         }
+    }
+
+    // Runs on the main queue: a stop begins with the screen's last change and is followed frame by frame
+    // until every cell on it shows pixels, then its final image.
+    private func trackStop(at now: ContinuousClock.Instant) {
+        if stop == nil {
+            let lacking = visible.filter { cells[$0]?.shownFinal != true }
+            let bytes = byteCounts.map { counts in lacking.reduce(0) { $0 + counts[$1] } }
+            stop = ScrollStop(began: now, linkTime: bytes.flatMap { bytes in
+                linkBytesPerSecond.map { Duration.seconds(Double(bytes) / Double($0)) }
+            })
+        }
+        guard var current = stop else { return }
+        if current.allPixels == nil, visible.allSatisfy({ cells[$0]?.shownPixels == true }) {
+            current.allPixels = now - current.began
+        }
+        if current.allFinal == nil, visible.allSatisfy({ cells[$0]?.shownFinal == true }) {
+            current.allFinal = now - current.began
+        }
+        current.lasted = now - current.began
+        stop = current
+    }
+
+    // Runs on the main queue: the screen changed (or the run ended); a stop long enough to count is kept.
+    private func endStop(at now: ContinuousClock.Instant) {
+        if let stop, stop.lasted >= ScrollStop.minimum { stats.stops.append(stop) }
+        stop = nil
     }
 
     // Runs on the main queue: each visible cell's place in the viewport and its image.
@@ -110,12 +145,15 @@ final class ScrollSimulation: @unchecked Sendable {
         let nowVisible = Set(layout.visibleItems(at: offset))
         for item in visible.subtracting(nowVisible) { disappear(item) }
         for item in nowVisible.subtracting(visible).sorted() { appear(item) }
+        if nowVisible != visible { endStop(at: began) }
         visible = nowVisible
+        trackStop(at: began)
         if offset != lastPrefetchOffset {
             direction = offset > lastPrefetchOffset ? 1 : -1
             lastPrefetchOffset = offset
         }
         movePrefetchWindow(offset: offset)
+        stats.tallyEndedScrolledOffFetches()
         let showing = visible.filter { cells[$0]?.displayedImage != nil }.count
         stats.coverage.append(visible.isEmpty ? 1 : Double(showing) / Double(visible.count))
         let ended = ContinuousClock.now
@@ -240,7 +278,10 @@ final class ScrollSimulation: @unchecked Sendable {
             return
         }
         if cell.helper.isLoading, disappearance == .cancelImageFetch || disappearance == .unload { stats.cancelled += 1 }
-        if let operation = cell.helper.operation, !operation.state.isFinished { stats.scrolledOffWhileLoading.append(operation) }
+        if let operation = cell.helper.operation, !operation.state.isFinished {
+            stats.scrolledOffWhileLoading += 1
+            stats.scrolledOffInFlight.append(operation)
+        }
         cell.helper.viewWillDisappear()
         cell.helper.viewDidDisappear()
         cell.appearedAt = nil
@@ -277,14 +318,10 @@ final class ScrollSimulation: @unchecked Sendable {
             sources: stats.finalSources, renderedHits: stats.renderedHits, renditionTableHits: stats.renditionTableHits,
             previews: stats.previews,
             incrementalImages: stats.incrementalImages, cancelled: stats.cancelled,
-            scrolledOffWhileLoading: stats.scrolledOffWhileLoading.count,
-            cancelledBeforeDecode: stats.scrolledOffWhileLoading.filter {
-                $0.state == .cancelled && $0.metrics?.decodeWasInterrupted != true
-            }.count,
-            decodeStopped: stats.scrolledOffWhileLoading.filter {
-                $0.state == .cancelled && $0.metrics?.decodeWasInterrupted == true
-            }.count,
-            cells: cells.count)
+            scrolledOffWhileLoading: stats.scrolledOffWhileLoading,
+            cancelledBeforeDecode: stats.cancelledBeforeDecode,
+            decodeStopped: stats.decodeStopped,
+            cells: cells.count, stops: ScrollReport.Stops(stats.stops))
     }
 
     private func percentile(_ values: [Duration], _ fraction: Double) -> Double {

@@ -168,6 +168,10 @@ public final class GlobalConfiguration: Sendable {
     /// fetch gives its share back when it ends, whether or not its operation is still referenced.
     public var totalBytesForDecodesInFlight: Int { decodeMemoryBudget.inUse }
 
+    /// The most ``totalBytesForDecodesInFlight`` has been since this configuration was made: the decode working
+    /// memory (pixels, and a progressive JPEG's coefficients) a workload needed at its peak.
+    public var peakBytesForDecodesInFlight: Int { decodeMemoryBudget.peakInUse }
+
     /// The budget ``maxBytesForDecodesInFlight`` sets.
     let decodeMemoryBudget = DecodeMemoryBudget(capacity: GlobalConfiguration.defaultMaxBytesForDecodesInFlight)
 
