@@ -288,6 +288,9 @@ struct ScrollCommand: AsyncParsableCommand {
             }
         }
         // The run's own peak, counted from here: the origin, its pictures and earlier runs are in the baseline.
+        // What an earlier run of `--compare` freed goes back to the system first (glibc keeps freed memory in its
+        // arenas), so that the baseline is what this process holds, not what the run before left lying around.
+        ScrollReport.returnFreedMemory()
         ScrollReport.resetPeakResidentBytes()
         let residentBeforeRun = ScrollReport.residentBytes()
         let pipeline = try warmPipeline ?? makePipeline(identifier: identifier, configuration: configuration, cacheRoot: root,

@@ -273,6 +273,15 @@ struct ScrollReport {
         try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
     }
 
+    /// Asks glibc to give the memory it keeps from freed allocations back to the system (`malloc_trim(0)`,
+    /// looked up at run time: Swift's Glibc module does not export `malloc.h`).
+    static func returnFreedMemory() {
+        typealias MallocTrim = @convention(c) (Int) -> Int32
+        // RTLD_DEFAULT: search every object loaded in the process.
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+    }
+
     private static func statusBytes(_ field: String) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),

@@ -12,6 +12,9 @@ import PipelineLocking
 ///   view asks for an image while its prefetch is downloading, the view's fetch joins that download and raises
 ///   it to its own priority (a shared download runs at the highest priority of its fetches), so nothing is
 ///   downloaded twice and nothing visible waits behind a prefetch.
+/// - The link: at `.veryLow`, a prefetch's download is background work
+///   (``DownloadCoordinator/yieldsBackgroundDownloads``): it downloads only while no other download waits or
+///   runs, and stops the moment one comes, to continue where it stopped once the link is free again.
 /// - Limit: at most ``maxConcurrentPrefetches`` prefetches run at once; the rest wait, oldest first. Keep the
 ///   limit below the operation queue's width, or prefetches would hold the slots visible fetches need.
 /// - Window: call ``startPrefetching(with:)`` for what is about to appear (the next screen in the scroll's

@@ -11,6 +11,12 @@ import PipelineLocking
 ///   priority; waiting downloads start highest priority first, at most ``maxConcurrentDownloads`` at a time.
 /// - Cancelling one fetch detaches it; cancelling the last one cancels the download, and that fetch gets the
 ///   partial image to keep for resuming.
+/// - Background work yields (``yieldsBackgroundDownloads``): a download whose fetches are all at `.veryLow`
+///   (prefetches, fetches of views that left the screen) starts only while no other download waits or runs, and
+///   one that is running when another download comes is suspended: its transfer stops, its fetches stay
+///   attached with the bytes they have, and once nothing else needs the link it continues where it stopped
+///   (`Range` with `If-Range`). A download that cannot continue (no `Accept-Ranges: bytes` or no validator) goes
+///   on instead.
 /// - Resuming sends `Range: bytes=N-` with `If-Range` (a strong ETag, else Last-Modified); a `206` continues the
 ///   partial, a `200` starts over (clients hear `resumedByteCount` 0), a `416` is retried once without `Range`.
 /// - Revalidating (``ImageDownloadRequest/revalidating``) sends `If-None-Match` and `If-Modified-Since`; a `304`
@@ -20,7 +26,7 @@ import PipelineLocking
 /// are named `_queue_…`, and clients are called on it.
 public final class DownloadCoordinator: @unchecked Sendable {
     // @unchecked: `downloads`, `pending`, `running` and every SharedDownload are touched only on `queue`;
-    // `limit` is behind its lock.
+    // `limit` and `yields` are behind their locks.
 
     /// The downloader that moves the bytes.
     public let downloader: any ImageDownloader
@@ -30,7 +36,8 @@ public final class DownloadCoordinator: @unchecked Sendable {
     private let configuration: GlobalConfiguration
     private var downloads: [ImageDownloadRequest.SharingKey: SharedDownload] = [:]
     private var pending: [SharedDownload] = []
-    private var running = 0
+    private var running: [SharedDownload] = []
+    private let yields = Locked(true)
     private var nextSequence = 0
     private var joins = 0
     /// Downloads that succeeded whose owner has not yet stored the image (see `sharesResultUntilStored`). The
@@ -58,6 +65,18 @@ public final class DownloadCoordinator: @unchecked Sendable {
         }
     }
 
+    /// Whether background downloads (all of their fetches at `.veryLow`) yield to the others: they start only
+    /// while no other download waits or runs, and a running one is suspended, to continue later where it
+    /// stopped, when another comes. Default `true`; with `false`, priority only orders the downloads waiting
+    /// for a slot, as in TIP.
+    public var yieldsBackgroundDownloads: Bool {
+        get { yields.withLock { $0 } }
+        set {
+            yields.withLock { $0 = newValue }
+            queue.async { self._queue_rebalance() }
+        }
+    }
+
     /// Attaches `client` to the download of `request` — an identical running or waiting one, or a new one —
     /// at `priority`. Events reach `client` later, on the coordinator's queue; none before this returns.
     ///
@@ -75,7 +94,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
     }
 
     /// How many downloads are waiting or running (for tests and inspection).
-    public var activeDownloadCount: Int { runOnQueue { pending.count + running } }
+    public var activeDownloadCount: Int { runOnQueue { pending.count + running.count } }
 
     /// How many loads joined a download already waiting or running instead of starting their own.
     public var sharedLoadCount: Int { runOnQueue { joins } }
@@ -93,7 +112,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
             joins += 1
             download._queue_join(attachment)
             download._queue_updatePriority()
-            return
+            return _queue_rebalance()
         }
         if let key, let (result, _, _) = unstored[key] {
             joins += 1
@@ -104,6 +123,18 @@ public final class DownloadCoordinator: @unchecked Sendable {
         let download = SharedDownload(coordinator: self, request: request, sequence: nextSequence, owner: attachment)
         if let key { downloads[key] = download }
         pending.append(download)
+        _queue_rebalance()
+    }
+
+    /// Suspends the running background downloads while another download waits or runs, then starts what may
+    /// start. Called whenever a download comes, ends or changes priority.
+    func _queue_rebalance() {
+        if yieldsBackgroundDownloads, (pending + running).contains(where: { !$0.isBackground }) {
+            for download in running where download.isBackground && download._queue_suspend() {
+                running.removeAll { $0 === download }
+                pending.append(download)
+            }
+        }
         _queue_startPending()
     }
 
@@ -111,26 +142,25 @@ public final class DownloadCoordinator: @unchecked Sendable {
     func _queue_startPending() {
         while !pending.isEmpty {
             let max = maxConcurrentDownloads
-            guard max < 0 || running < max else { return }
+            guard max < 0 || running.count < max else { return }
             let next = pending.indices.max { a, b in
                 pending[a].priority.rawValue != pending[b].priority.rawValue
                     ? pending[a].priority.rawValue < pending[b].priority.rawValue
                     : pending[a].sequence > pending[b].sequence
             }!
+            // The most urgent download waiting is background work: it waits too while anything else downloads.
+            if pending[next].isBackground, yieldsBackgroundDownloads, running.contains(where: { !$0.isBackground }) { return }
             let download = pending.remove(at: next)
-            running += 1
+            running.append(download)
             download._queue_start()
         }
     }
 
     /// A download ended (completed, failed, or its last fetch left): frees its slot and its key.
-    func _queue_downloadEnded(_ download: SharedDownload, wasRunning: Bool) {
+    func _queue_downloadEnded(_ download: SharedDownload) {
         if let key = download.request.sharingKey, downloads[key] === download { downloads[key] = nil }
-        if wasRunning {
-            running -= 1
-        } else {
-            pending.removeAll { $0 === download }
-        }
+        running.removeAll { $0 === download }
+        pending.removeAll { $0 === download }
         _queue_startPending()
     }
 

@@ -23,6 +23,11 @@ final class SharedDownload: @unchecked Sendable {
     private var bytes = Data()
     private var expectedByteCount: Int?
     private var wasResumed = false
+    /// Set while suspended (and until the answer to the request that continues it): the bytes the fetches have,
+    /// with the validators the server is asked to continue them against.
+    private var continuation: PartialImageData?
+    /// Bytes at the start of a `200` answer to a continuation that the fetches have already: skipped.
+    private var bytesToSkip = 0
 
     init(coordinator: DownloadCoordinator, request: ImageDownloadRequest, sequence: Int, owner: DownloadAttachment) {
         self.coordinator = coordinator
@@ -34,6 +39,9 @@ final class SharedDownload: @unchecked Sendable {
     }
 
     var isFinished: Bool { phase == .finished }
+
+    /// Background work: every fetch of it is at `.veryLow` (see ``DownloadCoordinator/yieldsBackgroundDownloads``).
+    var isBackground: Bool { priority == .veryLow }
 
     // MARK: - Fetches joining and leaving
 
@@ -71,7 +79,9 @@ final class SharedDownload: @unchecked Sendable {
     func _queue_updatePriority() {
         let highest = attachments.map(\.priority).max { $0.rawValue < $1.rawValue } ?? priority
         guard highest != priority else { return }
+        let wasBackground = isBackground
         priority = highest
+        if isBackground != wasBackground { coordinator._queue_rebalance() }
         if let task {
             // Off the queue: a downloader may take its own lock, which its event thread holds while it waits
             // for this queue.
@@ -138,7 +148,11 @@ final class SharedDownload: @unchecked Sendable {
             phase = .running
             download.priority = priority
             resuming = nil
-            if let partial = request.partial, !partial.data.isEmpty, let validator = Self.ifRangeValidator(of: partial) {
+            if let continuation, let validator = Self.ifRangeValidator(of: continuation) {
+                // Continuing after a suspension: the fetches have these bytes already.
+                download.headers.replaceOrAdd(name: "Range", value: "bytes=\(continuation.data.count)-")
+                download.headers.replaceOrAdd(name: "If-Range", value: validator)
+            } else if let partial = request.partial, !partial.data.isEmpty, let validator = Self.ifRangeValidator(of: partial) {
                 download.headers.replaceOrAdd(name: "Range", value: "bytes=\(partial.data.count)-")
                 download.headers.replaceOrAdd(name: "If-Range", value: validator)
                 resuming = partial
@@ -168,6 +182,7 @@ final class SharedDownload: @unchecked Sendable {
 
     func _queue_didReceive(_ response: DownloadResponse, attempt: Int, request: DownloadRequest) {
         guard attempt == self.attempt, phase == .running else { return }
+        if let continuation { return _queue_continue(continuation, answeredBy: response) }
         if let partial = resuming {
             switch response.statusCode {
             case 206 where Self.continues(partial, response):
@@ -223,6 +238,13 @@ final class SharedDownload: @unchecked Sendable {
             _queue_finish(cancellingTask: true)
             return
         }
+        var chunk = chunk
+        if bytesToSkip > 0 {
+            let skipped = min(bytesToSkip, chunk.count)
+            bytesToSkip -= skipped
+            chunk = chunk.dropFirst(skipped)
+            guard !chunk.isEmpty else { return }
+        }
         bytes.append(chunk)
         for attachment in attachments where attachment.isCaughtUp {
             attachment.client.downloadAttachment(attachment, didAppend: chunk, totalByteCount: bytes.count)
@@ -274,14 +296,62 @@ final class SharedDownload: @unchecked Sendable {
         for (index, attachment) in fetches.enumerated() { _queue_deliver(outcome(index == 0), to: attachment) }
     }
 
+    // MARK: - Suspending
+
+    /// Stops the transfer of a background download for the coordinator to start again later: the fetches stay
+    /// attached, and the download continues where it stopped. Only a download that can: one with no response
+    /// yet (it starts over, and nobody has seen anything), or one whose server takes byte ranges and gave a
+    /// validator. Returns `false`, and goes on, otherwise.
+    func _queue_suspend() -> Bool {
+        guard phase == .running, continuation == nil, bytesToSkip == 0 else { return false }
+        if response != nil {
+            guard let partial = _queue_resumablePartial() else { return false }
+            continuation = partial
+        }
+        // A new attempt: the stopped task's late events are ignored.
+        attempt += 1
+        let stopped = task
+        task = nil
+        DispatchQueue.global().async { stopped?.cancel() }
+        phase = .waiting
+        coordinator.log("suspended \(request.url) at \(bytes.count) bytes for more urgent downloads")
+        return true
+    }
+
+    /// The answer to a request that continues a suspended download. A `206` from where it stopped goes on; a
+    /// `200` of the same version (its validators unchanged) is read past the bytes the fetches have; anything
+    /// else fails the fetches, since the bytes they have belong to a version the server no longer sends.
+    private func _queue_continue(_ continuation: PartialImageData, answeredBy answer: DownloadResponse) {
+        self.continuation = nil
+        switch answer.statusCode {
+        case 206 where Self.continues(continuation, answer):
+            return
+        case 200 where Self.isSameVersion(continuation, answer):
+            bytesToSkip = continuation.data.count
+            return
+        default:
+            coordinator.log("continuing \(request.url) was answered \(answer.statusCode) for another version")
+            let fetches = attachments
+            _queue_finish(cancellingTask: true)
+            let error = DownloadError.transport(description: "the image changed while its download was suspended")
+            for attachment in fetches { _queue_deliver(.failure(.download(error), partial: nil), to: attachment) }
+        }
+    }
+
+    /// Whether a whole-image answer is the version a partial holds: it carries the partial's validators.
+    private static func isSameVersion(_ partial: PartialImageData, _ response: DownloadResponse) -> Bool {
+        if let kept = partial.entityTag { return response.headers["ETag"] == kept }
+        if let kept = partial.lastModified { return response.headers["Last-Modified"] == kept }
+        return false
+    }
+
     // MARK: - Ending
 
     private func _queue_finish(cancellingTask: Bool) {
-        let wasRunning = phase != .waiting
         phase = .finished
         if cancellingTask, let task { DispatchQueue.global().async { task.cancel() } }
         task = nil
-        coordinator._queue_downloadEnded(self, wasRunning: wasRunning)
+        coordinator._queue_downloadEnded(self)
     }
 
     private func _queue_deliver(_ outcome: DownloadOutcome, to attachment: DownloadAttachment) {
