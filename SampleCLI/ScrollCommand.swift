@@ -49,11 +49,14 @@ struct ScrollCommand: AsyncParsableCommand {
     @Option(help: "Screens ahead of the scroll to prefetch at low priority with an ImagePrefetcher (pipeline runs only); 0 turns prefetching off.")
     var prefetchScreens = 1
 
-    @Option(help: ArgumentHelp("Downloads the pipeline runs at once (default 8 over a simulated link, where 4 leaves the link idle between round trips; the library's 4 on loopback).", valueName: "N"))
+    @Option(help: ArgumentHelp("Downloads the pipeline runs at once, and connections to the origin (default over a simulated link: one per cell on screen, --rows × --columns, so that every visible cell gets its first scan in the first round trips; the library's 4 on loopback).", valueName: "N"))
     var maxDownloads: Int?
 
-    @Option(help: ArgumentHelp("Fetch operations the pipeline runs at once, the operation queue's width (default 12 over a simulated link, the library's 6 on loopback). A fetch holds its slot while it downloads, so on a slow link this, as much as --max-downloads, bounds how many visible cells load at once.", valueName: "N"))
+    @Option(help: ArgumentHelp("Fetch operations the pipeline runs at once, the operation queue's width (default over a simulated link: --max-downloads + 4; the library's on loopback). A fetch holds its slot while it downloads, so on a slow link this, as much as --max-downloads, bounds how many visible cells load at once.", valueName: "N"))
     var maxFetches: Int?
+
+    @Flag(help: "Leave glibc's allocator as it is. By default the scroll asks it for two arenas and a fixed 128 KiB threshold for mapping large buffers on their own, as a memory-constrained app would (docs/scroll-simulation.md, \"Where the memory goes\").")
+    var defaultAllocator = false
 
     @Option(help: "Frames per second: 60 or 120.")
     var fps = 60
@@ -136,17 +139,20 @@ struct ScrollCommand: AsyncParsableCommand {
     var compareLoadersOnly = false
 
     func run() async throws {
+        if !defaultAllocator { ProcessMemory.useCompactAllocator() }
         if let origin {
             return try await runAgainstExternalOrigin(listedIn: origin)
         }
         let bundled = try feed == .photos ? ScrollAssets.feed(cachedIn: "out/feed") : ScrollAssets.bundled()
         let server = try await ScrollOrigin.start(items: items, assets: bundled, network: network, model: linkModel)
         var reports: [(name: String, report: ScrollReport, outcome: ScrollSimulation.Outcome)] = []
+        // The pipeline runs first, in a process that holds only the runtime and the origin: memory an earlier
+        // run leaves with glibc would count in its peak. Both runs use the same origin and link.
+        let pipelined = try await simulate(on: server, assets: bundled, conventional: false)
         if compare {
             let conventional = try await simulate(on: server, assets: bundled, conventional: true)
             reports.append(("conventional", conventional.0, conventional.1))
         }
-        let pipelined = try await simulate(on: server, assets: bundled, conventional: false)
         reports.append(("pipeline", pipelined.0, pipelined.1))
         try await server.shutdown()
 
@@ -245,18 +251,27 @@ struct ScrollCommand: AsyncParsableCommand {
         DelegateQueueDiagnostics.measuresWork = true
         configuration.delegateQueue = mainQueue
         // Conventional loading goes through the platform's client, as an app without a pipeline does.
+        let overLink = network != .loopback && server != nil
+        let downloadSlots = maxDownloads ?? (overLink ? rows * columns : nil)
         let imageDownloader: any ImageDownloader = switch (conventional ? .urlsession : downloader) {
         case .urlsession: URLSessionDownloader()
-        case .httpclient: HTTPClientDownloader()
+        case .httpclient:
+            // As many connections to the origin as downloads run at once, when that is more than the client's 8.
+            HTTPClientDownloader(configuration: {
+                var client = HTTPClientDownloader.defaultConfiguration()
+                client.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, downloadSlots ?? 8)
+                return client
+            }())
         }
         configuration.imageDownloader = imageDownloader
         // Over a phone link a download spends most of its time waiting for round trips and its share of the
-        // link: more of them at once keep the link busy and give every visible cell its first scan sooner.
-        let overLink = network != .loopback && server != nil
-        if let downloads = maxDownloads ?? (overLink ? 8 : nil) {
+        // link: one per visible cell keeps the link busy and gives every cell its first scan in the first round
+        // trips, instead of the last cells waiting for whole images ahead of them. Background work (prefetches)
+        // yields to them in the coordinator, so more slots do not let it take the link.
+        if let downloads = downloadSlots {
             configuration.maxConcurrentImagePipelineDownloadCount = downloads
         }
-        if let fetches = maxFetches ?? (overLink ? 12 : nil) { configuration.operationQueue.maxConcurrentOperationCount = fetches }
+        if let fetches = maxFetches ?? downloadSlots.map({ $0 + 4 }) { configuration.operationQueue.maxConcurrentOperationCount = fetches }
         if let renderedCacheMb { configuration.maxBytesForAllRenderedCaches = renderedCacheMb << 20 }
         let identifier = conventional ? "scroll-conventional" : pipelineIdentifier
         let layout = GridLayout(rows: rows, columns: columns, items: items, cellSize: cellSize)
@@ -290,9 +305,9 @@ struct ScrollCommand: AsyncParsableCommand {
         // The run's own peak, counted from here: the origin, its pictures and earlier runs are in the baseline.
         // What an earlier run of `--compare` freed goes back to the system first (glibc keeps freed memory in its
         // arenas), so that the baseline is what this process holds, not what the run before left lying around.
-        ScrollReport.returnFreedMemory()
-        ScrollReport.resetPeakResidentBytes()
-        let residentBeforeRun = ScrollReport.residentBytes()
+        ProcessMemory.returnFreedMemory()
+        ProcessMemory.resetPeakResidentBytes()
+        let residentBeforeRun = ProcessMemory.residentBytes()
         let pipeline = try warmPipeline ?? makePipeline(identifier: identifier, configuration: configuration, cacheRoot: root,
                                               renditionTables: conventional ? 0 : renditionTableSlots)
         let requestsBefore = server?.requestLog.count ?? 0
@@ -329,7 +344,7 @@ struct ScrollCommand: AsyncParsableCommand {
             "memoryBytes": configuration.totalBytesForAllMemoryCaches,
             "diskBytes": configuration.totalBytesForAllDiskCaches,
         ]
-        report.peakResidentBytes = ScrollReport.peakResidentBytes()
+        report.peakResidentBytes = ProcessMemory.peakResidentBytes()
         report.residentBeforeRunBytes = residentBeforeRun
         report.originPictureBytes = originPictureBytes
         report.peakDecodeBytes = configuration.peakBytesForDecodesInFlight

@@ -260,33 +260,4 @@ struct ScrollReport {
         ]
         return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
     }
-
-    /// This process's peak resident set (`VmHWM`) since it started or since ``resetPeakResidentBytes()``.
-    static func peakResidentBytes() -> Int { statusBytes("VmHWM:") }
-
-    /// This process's resident set now (`VmRSS`).
-    static func residentBytes() -> Int { statusBytes("VmRSS:") }
-
-    /// Starts a new peak: Linux resets `VmHWM` to the resident set now when `5` is written to `clear_refs`
-    /// (since 4.0), so that each run of `--compare` reports its own peak, not the largest so far.
-    static func resetPeakResidentBytes() {
-        try? Data("5".utf8).write(to: URL(fileURLWithPath: "/proc/self/clear_refs"))
-    }
-
-    /// Asks glibc to give the memory it keeps from freed allocations back to the system (`malloc_trim(0)`,
-    /// looked up at run time: Swift's Glibc module does not export `malloc.h`).
-    static func returnFreedMemory() {
-        typealias MallocTrim = @convention(c) (Int) -> Int32
-        // RTLD_DEFAULT: search every object loaded in the process.
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
-        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
-    }
-
-    private static func statusBytes(_ field: String) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
-              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
-        else { return 0 }
-        return kilobytes * 1024
-    }
 }
