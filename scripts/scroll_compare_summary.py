@@ -34,7 +34,7 @@ def censored_span(values):
 for network in profiles:
     print(f"\n### {network}: {runs} runs of `sample-cli scroll --network {network} --script S --compare --compare-loaders-only`\n")
     print("| script | cells showing an image | first visits with pixels | first visits p50 / p95, all (censored) "
-          "| after a stop: all pixels, worst | bytes (MB) | dropped | peak RSS, pipeline run (before it) |")
+          "| after a stop: all pixels, worst (ms) | bytes (MB) | dropped | peak RSS, pipeline run (before it) |")
     print("|---|---|---|---|---|---|---|---|")
     verdicts = []
     for script in scripts:
@@ -45,18 +45,19 @@ for network in profiles:
         def pair(get, fmt="{:.0f}"):
             return f"{span([get(r) for r in conv], fmt)} / {span([get(r) for r in pipe], fmt)}"
 
-        def firsts(r):
-            c = r["timeToFirstPixelsAllFirstVisits"]
-            return f'{c["shown"]} of {c["visits"]}'
-
         all_first = lambda r: r["timeToFirstPixelsAllFirstVisits"]
         cens = (f'{censored_span([all_first(r)["p50Ms"] for r in conv])} / {censored_span([all_first(r)["p95Ms"] for r in conv])} vs '
                 f'{censored_span([all_first(r)["p50Ms"] for r in pipe])} / {censored_span([all_first(r)["p95Ms"] for r in pipe])} ms')
-        stops = " / ".join(censored_span([r["stops"]["allPixelsWorstMs"] if r["stops"]["count"] else None for r in side])
-                           for side in (conv, pipe))
+        def stop_span(side):
+            # A scroll that never stays a second on one screen (back-and-forth) has no stop to judge.
+            if not any(r["stops"]["count"] for r in side):
+                return "no stop"
+            return censored_span([r["stops"]["allPixelsWorstMs"] for r in side if r["stops"]["count"]])
+
+        stops = " / ".join(stop_span(side) for side in (conv, pipe))
         print(f"| {script} | {pair(lambda r: 100 * r['visibleCellsShowingImage'], '{:.1f}%')} "
-              f"| {' / '.join(sorted({firsts(r) for r in conv})[:1] + sorted({firsts(r) for r in pipe})[:1])} "
-              f"| {cens} | {stops} ms "
+              f"| {pair(lambda r: all_first(r)['shown'])} of {all_first(pipe[0])['visits']} "
+              f"| {cens} | {stops} "
               f"| {pair(lambda r: r['bytesTransferred'] / 1e6, '{:.1f}')} | {pair(lambda r: r['droppedFrames'])} "
               f"| {span([r['peakResidentBytes'] / 2**20 for r in pipe])} ({span([r['residentBeforeRunBytes'] / 2**20 for r in pipe])}) MiB |")
         pairs = list(zip(conv, pipe))
