@@ -46,12 +46,17 @@ struct ScrollReport {
             }.max()
         }
 
+        /// "worst 2017 ms", or "2 of 8 never" when some stop ended first.
+        var allPixelsText: String { worst(allPixelsWorstMs, reached: allPixelsCount) }
+        var allFinalText: String { worst(allFinalWorstMs, reached: allFinalCount) }
+
+        private func worst(_ ms: Double?, reached: Int) -> String {
+            ms.map { String(format: "worst %.0f ms", $0) } ?? "\(count - reached) of \(count) never"
+        }
+
         var text: String {
             guard count > 0 else { return "no stop of a second or more" }
-            func worst(_ ms: Double?, _ reached: Int) -> String {
-                ms.map { String(format: "worst %.0f ms", $0) } ?? "\(count - reached) of \(count) never"
-            }
-            return "\(count) stops: all pixels \(worst(allPixelsWorstMs, allPixelsCount)); all final \(worst(allFinalWorstMs, allFinalCount))"
+            return "\(count) stops: all pixels \(allPixelsText); all final \(allFinalText)"
                 + (worstFinalToLinkTime.map { String(format: " (%.2fx the link's time)", $0) } ?? "")
         }
 
@@ -224,8 +229,10 @@ struct ScrollReport {
                 + (visits > 0 ? String(format: " (%.0f%%)", 100 * Double($0.firstVisitFirstPixels.count) / Double(visits)) : "")
         }
         row("final image p50 / p95") { latency($0.allFinals) }
-        row("after stops: all pixels") { $0.stops.count == 0 ? "-" : $0.stops.allPixelsWorstMs.map { String(format: "worst %.0f ms", $0) } ?? "\($0.stops.count - $0.stops.allPixelsCount) of \($0.stops.count) never" }
-        row("after stops: all final") { $0.stops.count == 0 ? "-" : ($0.stops.allFinalWorstMs.map { String(format: "worst %.0f ms", $0) } ?? "\($0.stops.count - $0.stops.allFinalCount) of \($0.stops.count) never") + ($0.stops.worstFinalToLinkTime.map { String(format: " (%.2fx)", $0) } ?? "") }
+        row("after stops: all pixels") { $0.stops.count == 0 ? "-" : $0.stops.allPixelsText }
+        row("after stops: all final") {
+            $0.stops.count == 0 ? "-" : $0.stops.allFinalText + ($0.stops.worstFinalToLinkTime.map { String(format: " (%.2fx)", $0) } ?? "")
+        }
         row("prefetches completed") { "\($0.prefetchesCompleted)" }
         row("requests") { "\($0.requests)" }
         row("bytes transferred") { "\($0.bytesTransferred)" }
