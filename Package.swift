@@ -8,7 +8,9 @@ let package = Package(
         .library(name: "ImagePipelineHTTPClient", targets: ["ImagePipelineHTTPClient"]),
         .library(name: "ImageOriginServer", targets: ["ImageOriginServer"]),
         .library(name: "ImagePipelineRedis", targets: ["ImagePipelineRedis"]),
+        .library(name: "ImagePipelineService", targets: ["ImagePipelineService"]),
         .executable(name: "sample-cli", targets: ["SampleCLI"]),
+        .executable(name: "image-service", targets: ["image-service"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -19,6 +21,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.3.0"),
+        // The image service's HTTP front, lifecycle and /metrics. Hummingbird without its default traits: the
+        // service takes its configuration from flags and the environment, not from swift-configuration.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Debian's C image libraries (scripts/install-system-deps.sh installs them).
@@ -95,6 +103,33 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // Thumbnails over HTTP in thumbor's URL syntax, on Hummingbird: routes a user mounts in their own
+        // application. The core library and the downloader never import Hummingbird.
+        .target(
+            name: "ImagePipelineService",
+            dependencies: [
+                "ImagePipelineKit", "ImagePipelineHTTPClient", "PipelineLocking",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        // The service on its own: flags and environment, graceful shutdown, Prometheus' /metrics.
+        .executableTarget(
+            name: "image-service",
+            dependencies: [
+                "ImagePipelineService", "ImagePipelineKit", "ImagePipelineHTTPClient", "ImagePipelineRedis", "ImageOriginServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "SampleCLI",
             dependencies: [
@@ -136,6 +171,15 @@ let package = Package(
             dependencies: [
                 "ImagePipelineRedis", "ImagePipelineKit", "ImageOriginServer", "ImagePipelineHTTPClient", "TestSupport",
                 "PipelineLocking",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "ImagePipelineServiceTests",
+            dependencies: [
+                "ImagePipelineService", "ImagePipelineKit", "ImageOriginServer", "TestSupport", "PipelineLocking",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

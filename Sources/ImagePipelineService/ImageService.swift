@@ -1,0 +1,201 @@
+import Foundation
+import ImagePipelineKit
+import Logging
+import Tracing
+
+/// Thumbnails over HTTP in thumbor's URL syntax: parses and checks a request, answers from the result cache, or
+/// renders once (however many identical requests wait) within the bounds of ``ServiceLimits``.
+///
+/// Independent of the HTTP server: ``respond(to:)`` takes the parts of a request it needs and returns status,
+/// headers and body. ``ImageServiceRoutes`` mounts it in a Hummingbird router.
+public final class ImageService: Sendable {
+    public let configuration: ImageServiceConfiguration
+    /// The pipeline sources are fetched through.
+    public let sourcePipeline: ImagePipeline
+    let metrics: ServiceMetrics
+    private let signer: URLSigner?
+    private let renderer: ThumbnailRenderer
+    private let results: ResultCache
+    private let admission: RenderAdmission
+    private let coalescing = RenderCoalescing<ResultCache.Entry>()
+    private let logger: Logger
+
+    /// A service fetching sources through `sourcePipeline` and keeping rendered answers in `resultStore`'s memory
+    /// and disk caches (``ImageServicePipelines`` makes both).
+    public init(configuration: ImageServiceConfiguration, sourcePipeline: ImagePipeline, resultStore: ImagePipeline,
+                logger: Logger = Logger(label: "image-service")) {
+        self.configuration = configuration
+        self.sourcePipeline = sourcePipeline
+        signer = configuration.securityKeys.isEmpty ? nil : URLSigner(keys: configuration.securityKeys)
+        renderer = ThumbnailRenderer(pipeline: sourcePipeline, limits: configuration.limits,
+                                     defaultQuality: configuration.defaultQuality)
+        results = ResultCache(store: resultStore, timeToLive: configuration.resultTimeToLive)
+        admission = RenderAdmission(maxRunning: configuration.limits.maxRendersInFlight,
+                                    maxWaiting: configuration.limits.maxRendersWaiting,
+                                    retryAfterSeconds: configuration.limits.retryAfterSeconds)
+        metrics = ServiceMetrics()
+        self.logger = logger
+    }
+
+    /// Answers one request. Never throws: every failure is a ``ServiceError`` status with a text body.
+    public func respond(to request: ImageServiceRequest) async -> ImageServiceResponse {
+        let started = ContinuousClock.now
+        metrics.requestStarted()
+        let response = await withSpan("image-service.request", ofKind: .server) { span in
+            span.attributes["http.target"] = String(request.path.prefix(256))
+            let response = await answer(request)
+            span.attributes["http.status_code"] = response.status
+            return response
+        }
+        let duration = ContinuousClock.now - started
+        metrics.requestFinished(status: response.status, duration: duration, shed: response.status == 503)
+        var metadata: Logger.Metadata = [
+            "request-id": .string(request.requestID), "status": .stringConvertible(response.status),
+            "duration-ms": .stringConvertible((duration.seconds * 1000).rounded()),
+            "cache": .string(response.cacheTier ?? "none"),
+        ]
+        if let host = response.sourceHost { metadata["source-host"] = .string(host) }
+        logger.info("request", metadata: metadata)
+        return response
+    }
+
+    private func answer(_ request: ImageServiceRequest) async -> ImageServiceResponse {
+        let path = request.path
+        guard path.utf8.count <= configuration.limits.maxPathBytes else {
+            return .failure(.uriTooLong(configuration.limits.maxPathBytes))
+        }
+        let parsed: ThumborPath.Parsed
+        do {
+            parsed = try ThumborPath.parse(Substring(path))
+            try authorize(parsed)
+        } catch {
+            return .failure(error)
+        }
+        let thumbnail = parsed.request
+        let host = URL(string: thumbnail.source)?.host
+        let outcome = await withDeadline(configuration.limits.requestDeadline) { [self] () async throws(ServiceError) -> ImageServiceResponse in
+            let url = try await configuration.sourcePolicy.check(thumbnail.source)
+            let choice: ThumbnailRenderer.FormatChoice = thumbnail.filters.format.map { .explicit($0) } ?? .negotiated(accept: request.accept)
+            if case .explicit(let format) = choice, !format.isEncodable { throw .unsupportedOutputFormat(format.rawValue) }
+            let key = ResultCache.key(for: thumbnail.canonicalDescription + "|" + choice.cacheKeyPart)
+            if let (entry, tier) = results.entry(for: key) {
+                metrics.resultCacheHit(tier: tier)
+                return response(entry, request: request, negotiated: thumbnail.filters.format == nil, tier: tier.rawValue)
+            }
+            let (result, isShared) = await coalescing.value(for: key) { [self] in
+                await render(thumbnail, url: url, choice: choice, key: key)
+            }
+            let entry = try result.get()
+            return response(entry, request: request, negotiated: thumbnail.filters.format == nil,
+                            tier: isShared ? "coalesced" : "rendered")
+        }
+        var reply: ImageServiceResponse
+        switch outcome {
+        case .success(let answer): reply = answer
+        case .failure(let error): reply = .failure(error)
+        }
+        reply.sourceHost = host
+        return reply
+    }
+
+    /// Renders running and waiting for a slot now.
+    var admissionCounts: (running: Int, waiting: Int) { admission.counts }
+
+    private func authorize(_ parsed: ThumborPath.Parsed) throws(ServiceError) {
+        switch parsed.signature {
+        case .unsafe:
+            guard configuration.allowsUnsafeURLs else { throw .forbidden("unsafe URLs are not allowed") }
+        case .hmac(let signature):
+            guard let signer else { throw .forbidden("this service has no security key to check signatures with") }
+            guard signer.isValid(signature: signature, for: parsed.signedPart) else { throw .forbidden("bad signature") }
+        }
+    }
+
+    /// One render (the coalesced requests' leader): a slot, the source, the pixels, the encoder, the result cache.
+    private func render(_ thumbnail: ThumbnailRequest, url: URL, choice: ThumbnailRenderer.FormatChoice,
+                        key: String) async -> Result<ResultCache.Entry, ServiceError> {
+        do throws(ServiceError) {
+            let rendered = try await admission.run { () async throws(ServiceError) -> ThumbnailRenderer.Rendered in
+                let result = await withSpan("image-service.render") { _ in
+                    do throws(ServiceError) {
+                        return Result<ThumbnailRenderer.Rendered, ServiceError>.success(
+                            try await renderer.render(thumbnail, source: url, format: choice))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                return try result.get()
+            }
+            metrics.rendered(rendered)
+            return .success(results.store(rendered.data, format: rendered.format, dimensions: rendered.dimensions,
+                                          source: url, key: key))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func response(_ entry: ResultCache.Entry, request: ImageServiceRequest, negotiated: Bool,
+                          tier: String) -> ImageServiceResponse {
+        var headers: [(String, String)] = [
+            ("ETag", entry.entityTag), ("Last-Modified", entry.lastModified),
+            ("Cache-Control", "public, max-age=\(configuration.cacheMaxAge)"),
+        ]
+        if negotiated { headers.append(("Vary", "Accept")) }
+        if let ifNoneMatch = request.ifNoneMatch, Self.matches(ifNoneMatch, entry.entityTag) {
+            return ImageServiceResponse(status: 304, headers: headers, body: Data(), cacheTier: tier)
+        }
+        headers.append(("Content-Type", entry.format.mediaType))
+        return ImageServiceResponse(status: 200, headers: headers, body: entry.data, cacheTier: tier)
+    }
+
+    /// `If-None-Match`: `*` or a list of tags (weak ones compare by their opaque part, as RFC 9110 says for it).
+    private static func matches(_ header: String, _ entityTag: String) -> Bool {
+        header.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == entityTag || tag == "W/" + entityTag
+        }
+    }
+}
+
+/// The parts of an HTTP request the service reads.
+public struct ImageServiceRequest: Sendable {
+    /// The path as received (percent-encoded), without the query string and without the prefix the routes are
+    /// mounted at.
+    public var path: String
+    public var accept: String?
+    public var ifNoneMatch: String?
+    /// An identifier for the log line.
+    public var requestID: String
+
+    public init(path: String, accept: String? = nil, ifNoneMatch: String? = nil, requestID: String = "-") {
+        self.path = path
+        self.accept = accept
+        self.ifNoneMatch = ifNoneMatch
+        self.requestID = requestID
+    }
+}
+
+/// What the service answers.
+public struct ImageServiceResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: Data
+    /// Where the answer came from: `memory` or `disk` (the result cache), `rendered`, `coalesced` (another
+    /// request's render), or `nil` for a refusal.
+    public var cacheTier: String?
+    /// The source's host, for the log line.
+    public var sourceHost: String?
+
+    init(status: Int, headers: [(String, String)], body: Data, cacheTier: String? = nil) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.cacheTier = cacheTier
+    }
+
+    static func failure(_ error: ServiceError) -> ImageServiceResponse {
+        var headers = [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store")]
+        if case .overloaded(let seconds) = error { headers.append(("Retry-After", String(seconds))) }
+        return ImageServiceResponse(status: error.status, headers: headers, body: Data((error.description + "\n").utf8))
+    }
+}

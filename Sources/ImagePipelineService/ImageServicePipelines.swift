@@ -1,0 +1,40 @@
+import Foundation
+import ImagePipelineHTTPClient
+import ImagePipelineKit
+
+/// The two pipelines a service runs on, on a configuration of their own: `sources` fetches and caches the
+/// source images (AsyncHTTPClient, shared downloads, memory and disk caches), `results` keeps the rendered
+/// answers. Their downloads follow no redirect (a redirect could lead to an address the source policy refuses),
+/// stop at ``ServiceLimits/maxSourceBytes`` and at the request deadline.
+public final class ImageServicePipelines: Sendable {
+    public let configuration: GlobalConfiguration
+    public let sources: ImagePipeline
+    public let results: ImagePipeline
+    private let downloader: HTTPClientDownloader
+
+    /// Opens both pipelines' caches under `cacheDirectory` (`NAME-sources/` and `NAME-results/`), shared with
+    /// any other process that opens the same directory. `name` must be unique in the process (a pipeline's
+    /// identifier is).
+    /// - Throws: ``ImagePipelineError`` when a pipeline cannot be made.
+    public init(cacheDirectory: URL, limits: ServiceLimits, concurrentDownloads: Int = 32,
+                name: String = "image-service") throws {
+        configuration = GlobalConfiguration()
+        var downloadLimits = DownloadLimits()
+        downloadLimits.maxResponseBytes = limits.maxSourceBytes
+        downloadLimits.maxRedirects = 0
+        downloadLimits.totalTimeout = limits.requestDeadline
+        configuration.downloadLimits = downloadLimits
+        var client = HTTPClientDownloader.defaultConfiguration()
+        client.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrentDownloads
+        downloader = HTTPClientDownloader(configuration: client)
+        configuration.imageDownloader = downloader
+        configuration.maxConcurrentImagePipelineDownloadCount = concurrentDownloads
+        sources = try ImagePipeline(identifier: "\(name)-sources", configuration: configuration, cacheRoot: cacheDirectory)
+        results = try ImagePipeline(identifier: "\(name)-results", configuration: configuration, cacheRoot: cacheDirectory)
+    }
+
+    /// Closes the downloader's connections; call once no request is in flight.
+    public func shutdown() async throws {
+        try await downloader.shutdown()
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import ImagePipelineKit
+
+/// A format the service can be asked to answer in, and the encoder behind it.
+public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
+    case jpeg, png, webp, avif, gif
+
+    /// The `Content-Type` of an answer in this format.
+    public var mediaType: String { "image/\(rawValue)" }
+
+    /// The encoder this build has for the format; `nil` for AVIF and GIF, which this package decodes but does
+    /// not encode (``ServiceError/unsupportedOutputFormat(_:)``, a 415, when `format()` asks for them).
+    var encoder: (any ImageEncoder)? {
+        switch self {
+        case .jpeg: JPEGEncoder()
+        case .png: PNGEncoder()
+        case .webp: WebPEncoder()
+        case .avif, .gif: nil
+        }
+    }
+
+    /// Whether ``encoder`` exists.
+    public var isEncodable: Bool { encoder != nil }
+
+    /// The format a request gets when its URL names none: WebP when the client's `Accept` lists
+    /// `image/webp` (AVIF first once this build can encode it), otherwise the source's own format when it
+    /// can be encoded, otherwise PNG for a source with transparency and JPEG for one without.
+    static func negotiated(accept: String?, sourceType: ImageType?, hasTransparency: Bool) -> OutputFormat {
+        let accepted = acceptedMediaTypes(accept)
+        for preferred in [OutputFormat.avif, .webp] where preferred.isEncodable && accepted.contains(preferred.mediaType) {
+            return preferred
+        }
+        switch sourceType {
+        case .jpeg?: return .jpeg
+        case .png?: return .png
+        case .webp?: return accepted.contains("image/webp") ? .webp : (hasTransparency ? .png : .jpeg)
+        default: return hasTransparency ? .png : .jpeg
+        }
+    }
+
+    /// The format of encoded `data`, by its first bytes.
+    init?(sniffing data: Data) {
+        let head = [UInt8](data.prefix(12))
+        if head.starts(with: [0xFF, 0xD8, 0xFF]) {
+            self = .jpeg
+        } else if head.starts(with: [0x89, 0x50, 0x4E, 0x47]) {
+            self = .png
+        } else if head.starts(with: Array("GIF8".utf8)) {
+            self = .gif
+        } else if head.count == 12, head.starts(with: Array("RIFF".utf8)), Array(head[8..<12]) == Array("WEBP".utf8) {
+            self = .webp
+        } else if head.count == 12, Array(head[4..<12]) == Array("ftypavif".utf8) {
+            self = .avif
+        } else {
+            return nil
+        }
+    }
+
+    /// The media types an `Accept` value names with a quality above zero (wildcards aside: `*/*` and
+    /// `image/*` say nothing about which newer formats a client decodes).
+    static func acceptedMediaTypes(_ accept: String?) -> Set<String> {
+        guard let accept else { return [] }
+        var types: Set<String> = []
+        for item in accept.split(separator: ",") {
+            let parameters = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard let type = parameters.first, !type.isEmpty else { continue }
+            let refused = parameters.dropFirst().contains { $0 == "q=0" || $0 == "q=0.0" || $0 == "q=0.00" || $0 == "q=0.000" }
+            if !refused { types.insert(type) }
+        }
+        return types
+    }
+}

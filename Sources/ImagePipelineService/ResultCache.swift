@@ -1,0 +1,69 @@
+import Crypto
+import Foundation
+import ImagePipelineKit
+
+/// Rendered answers, encoded, in memory and on disk: the result storage that makes a repeated thumbnail a
+/// cache read.
+///
+/// The bytes live in a pipeline of their own (`results`): its memory cache and its disk cache, under the same
+/// byte and count limits as every other pipeline (``GlobalConfiguration``), and on disk shared with every
+/// process that opens the same cache directory. An entry's key is a digest of the canonical rendering (source,
+/// every option, the negotiated format); its `ETag` and `Last-Modified` are kept in the entry's HTTP metadata.
+final class ResultCache: Sendable {
+    /// A cached or freshly rendered answer.
+    struct Entry: Sendable {
+        var data: Data
+        var format: OutputFormat
+        var dimensions: PixelSize
+        /// A strong validator: a digest of the bytes.
+        var entityTag: String
+        /// When the answer was rendered, as an HTTP date.
+        var lastModified: String
+    }
+
+    /// Where a lookup found its entry.
+    enum Tier: String, Sendable { case memory, disk }
+
+    private let store: ImagePipeline
+    private let timeToLive: TimeInterval
+
+    init(store: ImagePipeline, timeToLive: TimeInterval) {
+        self.store = store
+        self.timeToLive = timeToLive
+    }
+
+    /// The cache key of a rendering: a hex SHA-256 of its canonical description.
+    static func key(for canonical: String) -> String {
+        SHA256.hash(data: Data(canonical.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    func entry(for key: String) -> (Entry, Tier)? {
+        if let cached = store.memoryCache.entry(for: key)?.complete, let entry = Self.entry(cached) {
+            return (entry, .memory)
+        }
+        guard let cached = store.diskCache?.entry(for: key)?.complete, let entry = Self.entry(cached) else { return nil }
+        store.memoryCache.storeComplete(cached, identifier: key)
+        return (entry, .disk)
+    }
+
+    /// Keeps `data` as `key`'s answer; returns the entry with its validators.
+    func store(_ data: Data, format: OutputFormat, dimensions: PixelSize, source: URL, key: String) -> Entry {
+        let digest = SHA256.hash(data: data).prefix(16).map { String(format: "%02x", $0) }.joined()
+        let entry = Entry(data: data, format: format, dimensions: dimensions, entityTag: "\"\(digest)\"",
+                          lastModified: HTTPDate.format(Date()))
+        let cached = CachedImageData(
+            data: data, url: source, dimensions: dimensions, timeToLive: timeToLive,
+            httpMetadata: HTTPCacheMetadata(entityTag: entry.entityTag, lastModified: entry.lastModified))
+        store.memoryCache.storeComplete(cached, identifier: key, forced: true)
+        store.diskCache?.storeComplete(cached, identifier: key, forced: true)
+        return entry
+    }
+
+    private static func entry(_ cached: CachedImageData) -> Entry? {
+        guard let metadata = cached.httpMetadata, let entityTag = metadata.entityTag, let lastModified = metadata.lastModified,
+              let format = OutputFormat(sniffing: cached.data)
+        else { return nil }
+        return Entry(data: cached.data, format: format, dimensions: cached.dimensions, entityTag: entityTag,
+                     lastModified: lastModified)
+    }
+}

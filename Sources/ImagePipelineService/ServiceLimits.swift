@@ -1,0 +1,22 @@
+/// The bounds that keep one request, and the whole service, finite. Each refusal has its status
+/// (``ServiceError``).
+public struct ServiceLimits: Sendable, Equatable {
+    /// Longest request path (414 beyond it).
+    public var maxPathBytes = 2_048
+    /// Largest source download (413 beyond it; the download stops there).
+    public var maxSourceBytes = 32 << 20
+    /// Most pixels a source may declare (413 beyond it; refused before any pixel is decoded).
+    public var maxSourcePixels = 50_000_000
+    /// Most pixels of an output (400 beyond it).
+    public var maxOutputPixels = 16_000_000
+    /// Time from a request's arrival to its answer, the source's download included (504 beyond it).
+    public var requestDeadline: Duration = .seconds(10)
+    /// Renders running at once; the others wait in line.
+    public var maxRendersInFlight = 16
+    /// Renders waiting for a slot; past it, a request is answered 503 at once.
+    public var maxRendersWaiting = 64
+    /// The `Retry-After` of a 503.
+    public var retryAfterSeconds = 1
+
+    public init() {}
+}
