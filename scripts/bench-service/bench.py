@@ -105,8 +105,8 @@ def run_case(case, target, ctx, s, workdir):
     else:
         raise ValueError(case)
     with MemorySampler(target.roots) as memory:
-        figures, raw = load.run_wrk(target.base, paths, mode, workdir, name, connections, threads, seconds,
-                                    s.timeout_s)
+        figures, raw = load.run_wrk(ctx.processes, target.base, paths, mode, workdir, name, connections, threads,
+                                    seconds, s.timeout_s)
     result.update(figures)
     result.update(memory.result())
     result["connections"] = connections

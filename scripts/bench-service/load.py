@@ -11,7 +11,6 @@ A timeout is a request not answered within `timeout` seconds: answered later tha
 when the load ended and older than that. wrk's own timeout count (lean) is reported as wrk gives it.
 """
 import os
-import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -29,8 +28,8 @@ def ms(us):
     return None if us is None else round(us / 1000.0, 2)
 
 
-def run_wrk(base, paths, mode, workdir, name, connections, threads, seconds, timeout):
-    """Runs wrk; returns (figures, raw output path)."""
+def run_wrk(processes, base, paths, mode, workdir, name, connections, threads, seconds, timeout):
+    """Runs wrk (held by `processes` while it runs); returns (figures, raw output path)."""
     os.makedirs(workdir, exist_ok=True)
     urls = os.path.join(workdir, f"{name}.urls")
     out = os.path.join(workdir, f"{name}.wrk")
@@ -42,9 +41,7 @@ def run_wrk(base, paths, mode, workdir, name, connections, threads, seconds, tim
     env = dict(os.environ, BENCH_URLS=urls, BENCH_THREADS=str(threads), BENCH_MODE=mode, BENCH_OUT=out)
     argv = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds}s", "--timeout", f"{timeout}s",
             "-s", os.path.join(HERE, "cycle.lua"), base]
-    with open(os.path.join(workdir, f"{name}.stdout"), "wb") as log:
-        subprocess.run(argv, env=env, stdout=log, stderr=subprocess.STDOUT, check=False,
-                       timeout=seconds + 60)
+    processes.run("wrk", argv, env, os.path.join(workdir, f"{name}.stdout"), timeout=seconds + 60)
     if not os.path.exists(out):
         raise RuntimeError(f"wrk wrote no results ({argv})")
     return parse(out, mode, timeout), out

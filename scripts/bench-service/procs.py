@@ -134,6 +134,20 @@ class Processes:
             for name, process in self.started.items():
                 f.write(f"{process.pid} {_start_time(process.pid) or 0} {name}\n")
 
+    def run(self, name, argv, env, log_path, timeout):
+        """Runs a command to its end (the load client), held in the pid file meanwhile so that run.sh's trap
+        stops it too; killed when it outlives `timeout` or when this Python is interrupted."""
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.started[name] = process
+        self._write_pidfile()
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            self.stop(name)
+
     def first_line(self, name, timeout=30.0):
         """The first stdout line of a started server (e.g. 'listening on http://127.0.0.1:PORT')."""
         path = os.path.join(self.logdir, f"{name}.out")
@@ -162,6 +176,11 @@ class Processes:
     def stop(self, name):
         process = self.started.pop(name, None)
         if process is None:
+            return
+        if process.poll() is not None:
+            # Already ended and reaped: its PID may belong to someone else by now. Its children (a thumbor
+            # whose master died, say) are orphans this can no longer find.
+            self._write_pidfile()
             return
         kill_tree(process.pid)
         try:

@@ -27,12 +27,19 @@ RUNS=${RUNS:-1}
 bash "$HERE/setup.sh"
 PY=$WORK/venv/bin/python
 
-# Every server is started by bench.py and stopped by it; this trap stops, by PID, whatever an interrupted or
-# crashed bench.py left running (the PIDs it still holds are in $WORK/pids).
+# Every server is started by bench.py and stopped by it. bench.py runs in the background so that a signal
+# reaches these traps at once (bash runs a trap only after a foreground command ends): INT or TERM is passed
+# on to bench.py as TERM, which stops its servers; the EXIT trap then stops, by PID, whatever a crashed or
+# killed bench.py left running (the PIDs it still holds are in $WORK/pids).
+bench_pid=""
 cleanup() { "$PY" "$HERE/procs.py" --stop-pidfile "$WORK/pids" || true; }
+on_signal() {
+    if [ -n "$bench_pid" ]; then kill -TERM "$bench_pid" 2>/dev/null || true; wait "$bench_pid" 2>/dev/null || true; fi
+    exit "$1"
+}
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
 
 if [ -n "${IMAGE_SERVICE_BIN:-}" ] && [ ! -x "$IMAGE_SERVICE_BIN" ]; then
     echo "bench-service: IMAGE_SERVICE_BIN=$IMAGE_SERVICE_BIN is not an executable file" >&2
@@ -45,7 +52,10 @@ RESULTS=$WORK/results/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RESULTS"
 status=0
 for run in $(seq 1 "$RUNS"); do
-    "$PY" "$HERE/bench.py" --out "$RESULTS/run-$run.json" --run "$run" || { status=$?; break; }
+    "$PY" "$HERE/bench.py" --out "$RESULTS/run-$run.json" --run "$run" &
+    bench_pid=$!
+    wait "$bench_pid" || { status=$?; break; }
+    bench_pid=""
 done
 if compgen -G "$RESULTS/run-*.json" >/dev/null; then
     "$PY" "$HERE/summarize.py" "$RESULTS" | tee "$RESULTS/summary.md"
