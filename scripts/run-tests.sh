@@ -21,7 +21,7 @@ processes='HostileOriginProcessTests|SharedCacheDirectoryTests|FleetProcessTests
 phases=(
     "--filter ImagePipelineKitTests"
     "--filter $processes"
-    "--filter ImagePipelineHTTPClientTests|ImageOriginServerTests|ImagePipelineRedisTests --skip $processes"
+    "--filter ImagePipelineHTTPClientTests|ImageOriginServerTests|ImagePipelineRedisTests|ImagePipelineServiceTests --skip $processes"
 )
 for phase in "${phases[@]}"; do
     echo "== swift test $phase =="

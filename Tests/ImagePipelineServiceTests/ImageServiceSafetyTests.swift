@@ -71,7 +71,7 @@ struct ImageServiceSafetyTests {
         fixture.origin.setAsset(try ServiceFixture.photo(ImageServiceTests.rocket), at: "/rocket.jpg")
         fixture.origin.setAsset(try ServiceFixture.photo(ImageServiceTests.rocket), at: "/stalled.jpg")
         fixture.origin.setFaults([.stallAfterBytes(2_000)], for: "/stalled.jpg")
-        fixture.origin.setAsset(Data(count: 0), at: "/endless.jpg")
+        fixture.origin.setAsset(try ServiceFixture.photo(ImageServiceTests.rocket), at: "/endless.jpg")
         fixture.origin.setFaults([.endlessBody], for: "/endless.jpg")
         let cases: [(String, Int)] = [
             ("/unsafe/64x64/\(fixture.source)/large.jpg", 413),
@@ -105,9 +105,9 @@ struct ImageServiceSafetyTests {
             fixture.origin.setFaults([.pauseAfterBytes(1_000, for: .seconds(2))], for: "/\(name).jpg")
         }
         let running = Task { await fixture.get("/unsafe/64x64/\(fixture.source)/a.jpg") }
-        try await eventually { fixture.origin.requests(to: "/a.jpg").count == 1 }
+        #expect(try await eventually { fixture.origin.requests(to: "/a.jpg").count == 1 })
         let waiting = Task { await fixture.get("/unsafe/64x64/\(fixture.source)/b.jpg") }
-        try await eventually { fixture.service.admissionCounts.waiting == 1 }
+        #expect(try await eventually { fixture.service.admissionCounts.waiting == 1 })
         let shed = await fixture.get("/unsafe/64x64/\(fixture.source)/c.jpg")
         #expect(shed.status == 503 && shed.header("Retry-After") == "2", "\(shed.status) \(shed.text)")
         #expect(fixture.origin.requests(to: "/c.jpg").isEmpty)
