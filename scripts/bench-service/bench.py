@@ -85,7 +85,8 @@ def run_case(case, target, ctx, s, workdir):
     hot_sources = [source_path(n) for n in range(1, 21)]
     if case == "quality":
         files = [os.path.join(ctx.images, p.lstrip("/")) for p in hot_sources]
-        return quality.probe(target.base, [target.path(ctx, p) for p in hot_sources], files)
+        return quality.probe(target.base, [target.path(ctx, p) for p in hot_sources], files,
+                             keep_dir=os.path.join(ctx.rundir, "thumbnails", target.name))
     name = f"{target.name}-{case}"
     result = {}
     if case == "cold":
@@ -155,6 +156,22 @@ def versions(python):
     return found
 
 
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def describe_file(path):
+    import hashlib
+    try:
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        modified = datetime.datetime.fromtimestamp(os.path.getmtime(path)).astimezone().isoformat(timespec="seconds")
+        return {"path": path, "sha256_16": digest, "modified": modified}
+    except OSError as error:
+        return {"path": path, "error": str(error)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
@@ -173,13 +190,16 @@ def main():
     report = {
         "run": args.run,
         "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "host": {"cpus": os.cpu_count(), "kernel": platform.release()},
+        # The load average before anything starts: a busy machine (a build, say) shows here and skews every figure.
+        "host": {"cpus": os.cpu_count(), "kernel": platform.release(), "loadavg_start": loadavg()},
         "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "settings": s.as_dict(),
         "versions": versions(sys.executable),
         "targets": {},
         "skipped": [],
     }
+    if s.service_bin:
+        report["service_binary"] = describe_file(s.service_bin)
     targets = [t for t in peers.all_targets() if t.group in s.only]
     if not s.service_bin and any(t.group == "service" for t in targets):
         targets = [t for t in targets if t.group != "service"]
@@ -211,6 +231,7 @@ def main():
     finally:
         processes.stop_all()
         report["finished"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        report["host"]["loadavg_end"] = loadavg()
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as f:
             json.dump(report, f, indent=1)

@@ -38,9 +38,12 @@ def psnr(data, ref):
     return (round(10 * math.log10(255.0 ** 2 / mse), 2) if mse > 0 else 100.0), size
 
 
-def probe(base, paths, source_files):
-    """GETs base+path for each path (one by one) and compares each answer with the reference of its source."""
+def probe(base, paths, source_files, keep_dir=None):
+    """GETs base+path for each path (one by one) and compares each answer with the reference of its source;
+    keeps the answers in keep_dir (to look at) when given."""
     rows = []
+    if keep_dir:
+        os.makedirs(keep_dir, exist_ok=True)
     for path, source in zip(paths, source_files):
         row = {"source": os.path.basename(source)}
         try:
@@ -58,6 +61,9 @@ def probe(base, paths, source_files):
             rows.append(row)
             continue
         row["bytes"] = len(data)
+        if keep_dir:
+            with open(os.path.join(keep_dir, os.path.basename(source)), "wb") as f:
+                f.write(data)
         try:
             row["psnr_db"], row["size"] = psnr(data, reference(source))
         except Exception as error:  # an answer pyvips cannot decode is a finding, not a crash

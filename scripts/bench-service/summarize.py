@@ -180,6 +180,14 @@ def summarize(runs):
     else:
         out.append(f"Anchor: {anchors[0].get('skipped') or anchors[0].get('error') or 'none'}")
 
+    busy = [r["host"].get("loadavg_start", [0])[0] for r in runs]
+    if max(busy) > 0.5:
+        out.append(f"- warning: load average before the run {span(busy, 'n')} (1-minute); something else was "
+                   f"using the CPUs, so every figure is low")
+    binaries = {json.dumps(r.get("service_binary"), sort_keys=True) for r in runs if r.get("service_binary")}
+    for b in sorted(binaries):
+        b = json.loads(b)
+        out.append(f"- service binary: {b.get('path')} (sha256 {b.get('sha256_16', '?')}…, modified {b.get('modified', '?')})")
     notes = sorted({note for r in runs for note in r.get("skipped", [])})
     errors = sorted({f"{name}: {t['error']}" for r in runs for name, t in r.get("targets", {}).items() if t.get("error")})
     for note in notes:
