@@ -3,7 +3,7 @@ SWIFT ?= swift
 DEPS := scripts/install-system-deps.sh
 DEMO_OUT ?= out/demo
 
-.PHONY: deps build cli test demo bench bench-cache stress-tsan fuzz docs clean
+.PHONY: deps build cli test demo serve bench bench-cache stress-tsan fuzz docs clean
 
 deps:
 	@bash $(DEPS)
@@ -50,6 +50,12 @@ demo: deps
 		--snapshot $(DEMO_OUT)/scroll-wifi.png --timeline $(DEMO_OUT)/scroll-wifi.svg
 	.build/release/sample-cli scroll --network lte --script browse --seconds 20 --compare \
 		--json $(DEMO_OUT)/scroll-compare.json
+
+# The image service with its demo: the loopback origin serves the sample photos and http://127.0.0.1:8888/ shows a
+# page of their thumbnails, each a thumbor URL rendered by the service (docs/image-service.md). Ctrl-C stops it.
+serve: deps
+	$(SWIFT) build -c release --product image-service
+	.build/release/image-service --demo --port 8888
 
 # The DocC catalog, built with the toolchain's docc; any warning fails it. Output in out/docs/.
 docs: deps

@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ImageOriginServer", targets: ["ImageOriginServer"]),
         .library(name: "ImagePipelineRedis", targets: ["ImagePipelineRedis"]),
         .library(name: "ImagePipelineService", targets: ["ImagePipelineService"]),
+        .library(name: "ThumborURLs", targets: ["ThumborURLs"]),
         .executable(name: "sample-cli", targets: ["SampleCLI"]),
         .executable(name: "image-service", targets: ["image-service"]),
     ],
@@ -103,12 +104,15 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // thumbor's URL syntax: a path parsed into a thumbnail request and its geometry. A target of its own, on
+        // the core library alone, so that the parser is fuzzed without building the HTTP stack.
+        .target(name: "ThumborURLs", dependencies: ["ImagePipelineKit"]),
         // Thumbnails over HTTP in thumbor's URL syntax, on Hummingbird: routes a user mounts in their own
         // application. The core library and the downloader never import Hummingbird.
         .target(
             name: "ImagePipelineService",
             dependencies: [
-                "ImagePipelineKit", "ImagePipelineHTTPClient", "PipelineLocking",
+                "ImagePipelineKit", "ImagePipelineHTTPClient", "PipelineLocking", "ThumborURLs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -177,9 +181,10 @@ let package = Package(
         .testTarget(
             name: "ImagePipelineServiceTests",
             dependencies: [
-                "ImagePipelineService", "ImagePipelineKit", "ImageOriginServer", "TestSupport", "PipelineLocking",
+                "ImagePipelineService", "ThumborURLs", "ImagePipelineKit", "ImageOriginServer", "TestSupport", "PipelineLocking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

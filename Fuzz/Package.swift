@@ -5,7 +5,8 @@ import PackageDescription
 // and DocC never see fuzzer flags. scripts/fuzz.sh builds them with the instrumentation flags on the command
 // line (not here), because only command-line flags reach the library's own modules and C: flags declared in
 // this manifest would instrument the harnesses alone, and libFuzzer would be blind to the code under test.
-let fuzzTargets = ["FuzzJPEG", "FuzzPNG", "FuzzGIF", "FuzzWebP", "FuzzAVIF", "FuzzJXL", "FuzzEXIF", "FuzzIncremental", "FuzzHTTPValues"]
+let fuzzTargets = ["FuzzJPEG", "FuzzPNG", "FuzzGIF", "FuzzWebP", "FuzzAVIF", "FuzzJXL", "FuzzEXIF", "FuzzIncremental", "FuzzHTTPValues",
+                   "FuzzThumborURL"]
 
 let package = Package(
     name: "ImagePipelineKitFuzz",
@@ -17,6 +18,7 @@ let package = Package(
         .executableTarget(
             name: name,
             dependencies: ["FuzzSupport", .product(name: "ImagePipelineKit", package: "ImagePipelineKit")]
+                + (name == "FuzzThumborURL" ? [.product(name: "ThumborURLs", package: "ImagePipelineKit")] : [])
         )
     },
     swiftLanguageModes: [.v6]

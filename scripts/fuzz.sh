@@ -18,7 +18,7 @@ out=${FUZZ_OUT:-out/fuzz}
 corpus=${IPK_CORPUS:-../shared/corpus}
 scratch=.build-fuzz
 max_seed_bytes=262144
-targets=(FuzzJPEG FuzzPNG FuzzGIF FuzzWebP FuzzAVIF FuzzJXL FuzzEXIF FuzzIncremental FuzzHTTPValues)
+targets=(FuzzJPEG FuzzPNG FuzzGIF FuzzWebP FuzzAVIF FuzzJXL FuzzEXIF FuzzIncremental FuzzHTTPValues FuzzThumborURL)
 [ $# -gt 0 ] && targets=("$@")
 
 # Address sanitizer as well as coverage: most of the decoding is C (ours, and the system libraries'
@@ -132,6 +132,7 @@ for target in "${targets[@]}"; do
         FuzzEXIF) seed_exif "$work/seeds"; dict=(-dict=Fuzz/Dictionaries/exif.dict) ;;
         FuzzIncremental) seed_incremental "$work/seeds" ;;
         FuzzHTTPValues) cp Fuzz/Seeds/HTTPValues/* "$work/seeds/"; dict=(-dict=Fuzz/Dictionaries/http.dict) ;;
+        FuzzThumborURL) cp Fuzz/Seeds/ThumborURL/* "$work/seeds/"; dict=(-dict=Fuzz/Dictionaries/thumbor.dict) ;;
         *) echo "unknown target $target" >&2; exit 2 ;;
     esac
     # rss_limit_mb: the decoders' own limits (FuzzDecoding.configuration) keep a legal input far below it.

@@ -13,6 +13,8 @@ packages+=(libjpeg-turbo-progs libavif-bin libjxl-tools)
 packages+=(redis-server)
 # `make cli` links the Swift runtime statically, and with it FoundationNetworking, which names libcurl.
 packages+=(libcurl4-openssl-dev)
+# A real browser for the image service's demo-page test (headless Chromium).
+packages+=(chromium)
 
 missing=()
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

@@ -73,29 +73,38 @@ public final class ImageService: Sendable {
         }
         let thumbnail = parsed.request
         let host = URL(string: thumbnail.source)?.host
+        var reply = await answer(thumbnail, request: request)
+        reply.sourceHost = host
+        return reply
+    }
+
+    /// The answer for a checked request: from the result cache when it has it (synchronously, no slot, no
+    /// deadline needed), else from the render for its key, within the deadline.
+    private func answer(_ thumbnail: ThumbnailRequest, request: ImageServiceRequest) async -> ImageServiceResponse {
+        let url: URL
+        do {
+            url = try configuration.sourcePolicy.allowedURL(thumbnail.source)
+        } catch {
+            return .failure(error)
+        }
+        let choice: ThumbnailRenderer.FormatChoice = thumbnail.filters.format.map { .explicit($0) } ?? .negotiated(accept: request.accept)
+        if case .explicit(let format) = choice, !format.isEncodable { return .failure(.unsupportedOutputFormat(format.rawValue)) }
+        let negotiated = thumbnail.filters.format == nil
+        let key = ResultCache.key(for: thumbnail.canonicalDescription + "|" + choice.cacheKeyPart)
+        if let (entry, tier) = results.entry(for: key) {
+            metrics.resultCacheHit(tier: tier)
+            return response(entry, request: request, negotiated: negotiated, tier: tier.rawValue)
+        }
         let outcome = await withDeadline(configuration.limits.requestDeadline) { [self] () async throws(ServiceError) -> ImageServiceResponse in
-            let url = try await configuration.sourcePolicy.check(thumbnail.source)
-            let choice: ThumbnailRenderer.FormatChoice = thumbnail.filters.format.map { .explicit($0) } ?? .negotiated(accept: request.accept)
-            if case .explicit(let format) = choice, !format.isEncodable { throw .unsupportedOutputFormat(format.rawValue) }
-            let key = ResultCache.key(for: thumbnail.canonicalDescription + "|" + choice.cacheKeyPart)
-            if let (entry, tier) = results.entry(for: key) {
-                metrics.resultCacheHit(tier: tier)
-                return response(entry, request: request, negotiated: thumbnail.filters.format == nil, tier: tier.rawValue)
-            }
             let (result, isShared) = await coalescing.value(for: key) { [self] in
                 await render(thumbnail, url: url, choice: choice, key: key)
             }
-            let entry = try result.get()
-            return response(entry, request: request, negotiated: thumbnail.filters.format == nil,
-                            tier: isShared ? "coalesced" : "rendered")
+            return response(try result.get(), request: request, negotiated: negotiated, tier: isShared ? "coalesced" : "rendered")
         }
-        var reply: ImageServiceResponse
         switch outcome {
-        case .success(let answer): reply = answer
-        case .failure(let error): reply = .failure(error)
+        case .success(let answer): return answer
+        case .failure(let error): return .failure(error)
         }
-        reply.sourceHost = host
-        return reply
     }
 
     /// Renders running and waiting for a slot now.
@@ -111,10 +120,12 @@ public final class ImageService: Sendable {
         }
     }
 
-    /// One render (the coalesced requests' leader): a slot, the source, the pixels, the encoder, the result cache.
+    /// One render (the coalesced requests' leader): the source's addresses, a slot, the source, the pixels, the
+    /// encoder, the result cache.
     private func render(_ thumbnail: ThumbnailRequest, url: URL, choice: ThumbnailRenderer.FormatChoice,
                         key: String) async -> Result<ResultCache.Entry, ServiceError> {
         do throws(ServiceError) {
+            try await configuration.sourcePolicy.checkAddresses(of: url)
             let rendered = try await admission.run { () async throws(ServiceError) -> ThumbnailRenderer.Rendered in
                 let result = await withSpan("image-service.render") { _ in
                     do throws(ServiceError) {

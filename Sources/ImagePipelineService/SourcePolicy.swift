@@ -26,21 +26,33 @@ public struct SourcePolicy: Sendable {
         self.allowsPrivateAddresses = allowsPrivateAddresses
     }
 
-    /// Checks `source`; the URL to fetch when it may be fetched.
+    /// The URL of `source` when the allow-list lets it be fetched. Cheap: a cached answer needs only this.
     /// - Throws: ``ServiceError/badRequest(_:)`` for a URL without a host, ``ServiceError/forbidden(_:)`` for a
-    ///   source off the list or on a refused address, ``ServiceError/badGateway(_:)`` when the name does not
-    ///   resolve.
-    func check(_ source: String) async throws(ServiceError) -> URL {
+    ///   source off the list.
+    func allowedURL(_ source: String) throws(ServiceError) -> URL {
         guard let url = URL(string: source), let host = url.host?.lowercased(), !host.isEmpty,
               url.scheme == "http" || url.scheme == "https"
         else { throw .badRequest("the source is not an http(s) URL with a host") }
         guard isListed(url, host: host) else { throw .forbidden("source host \(host) is not allowed") }
-        if allowsPrivateAddresses { return url }
+        return url
+    }
+
+    /// Resolves `url`'s host and checks every address, before a download.
+    /// - Throws: ``ServiceError/forbidden(_:)`` for a refused address, ``ServiceError/badGateway(_:)`` when the
+    ///   name does not resolve.
+    func checkAddresses(of url: URL) async throws(ServiceError) {
+        guard !allowsPrivateAddresses, let host = url.host?.lowercased() else { return }
         let addresses = await Self.resolve(host)
         guard !addresses.isEmpty else { throw .badGateway("cannot resolve \(host)") }
         if let refused = addresses.first(where: { !$0.isPublic }) {
             throw .forbidden("source \(host) resolves to a non-public address \(refused)")
         }
+    }
+
+    /// Both checks: the URL to fetch.
+    func check(_ source: String) async throws(ServiceError) -> URL {
+        let url = try allowedURL(source)
+        try await checkAddresses(of: url)
         return url
     }
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ThumborURLs
 
 /// thumbor's URL signatures: the URL-safe base64 of HMAC-SHA1, keyed by a security key, of the path after
 /// `/{signature}/`.
@@ -17,10 +18,7 @@ public struct URLSigner: Sendable {
 
     /// The signature of `signedPart` under the first key, as thumbor writes it (with `=` padding).
     public func signature(for signedPart: some StringProtocol) -> String {
-        let code = HMAC<Insecure.SHA1>.authenticationCode(for: Data(signedPart.utf8), using: keys[0])
-        return Data(code).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
+        SignatureText.encode(HMAC<Insecure.SHA1>.authenticationCode(for: Data(signedPart.utf8), using: keys[0]))
     }
 
     /// The signed path for `signedPart`: `/{signature}/{signedPart}`.
@@ -31,7 +29,7 @@ public struct URLSigner: Sendable {
     /// Whether `signature` (URL-safe base64, padded or not; percent-encoded `=` allowed) is `signedPart`'s
     /// under any active key.
     public func isValid(signature: String, for signedPart: some StringProtocol) -> Bool {
-        guard let code = Self.decode(signature), code.count == Insecure.SHA1.byteCount else { return false }
+        guard let code = SignatureText.decode(signature), code.count == Insecure.SHA1.byteCount else { return false }
         let message = Data(signedPart.utf8)
         var valid = false
         for key in keys {
@@ -39,13 +37,5 @@ public struct URLSigner: Sendable {
             valid = HMAC<Insecure.SHA1>.isValidAuthenticationCode(code, authenticating: message, using: key) || valid
         }
         return valid
-    }
-
-    private static func decode(_ signature: String) -> Data? {
-        var text = (signature.removingPercentEncoding ?? signature)
-            .replacingOccurrences(of: "-", with: "+")
-            .replacingOccurrences(of: "_", with: "/")
-        while text.count % 4 != 0 { text += "=" }
-        return Data(base64Encoded: text)
     }
 }

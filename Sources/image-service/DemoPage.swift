@@ -63,8 +63,18 @@ enum DemoPage {
         <body><h1>image-service</h1>
         <p>\(origin.photos.count * variants.count) thumbnails of \(origin.photos.count) photos from the loopback origin \
         at \(origin.hostAndPort), each rendered by the service from a thumbor URL (hover or open one to see it).</p>
+        <p id="status">loading…</p>
         <main>
-        \(cells)</main></body></html>
+        \(cells)</main>
+        <script>
+        // Once every image has loaded or failed: how many the browser decoded (a test reads this line).
+        window.addEventListener("load", () => {
+          const images = [...document.images];
+          const decoded = images.filter((image) => image.complete && image.naturalWidth > 0 && image.naturalHeight > 0);
+          document.getElementById("status").textContent = `decoded ${decoded.length} of ${images.length} thumbnails`;
+        });
+        </script>
+        </body></html>
         """
     }
 }

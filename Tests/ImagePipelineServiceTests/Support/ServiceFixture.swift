@@ -1,6 +1,7 @@
 import Foundation
 import ImageOriginServer
 import ImagePipelineKit
+import Logging
 import Testing
 @testable import ImagePipelineService
 
@@ -32,8 +33,10 @@ final class ServiceFixture: Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-service-\(UUID().uuidString)")
         let pipelines = try ImageServicePipelines(cacheDirectory: directory, limits: configuration.limits,
                                                   name: "svc-\(UUID().uuidString.prefix(8))")
+        var logger = Logger(label: "image-service-test")
+        logger.logLevel = .warning   // one line per request is for operators, not for the test log
         let service = ImageService(configuration: configuration, sourcePipeline: pipelines.sources,
-                                   resultStore: pipelines.results)
+                                   resultStore: pipelines.results, logger: logger)
         return ServiceFixture(origin: origin, pipelines: pipelines, service: service, cacheDirectory: directory)
     }
 

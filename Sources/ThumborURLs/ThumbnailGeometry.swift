@@ -7,18 +7,18 @@ import ImagePipelineKit
 /// is the source's length; without `fit-in` the image is scaled to cover the box and cut to it; with `fit-in`
 /// it is scaled to fit inside, and `fill(color)` pads it to the box. Scaling up is allowed unless
 /// `no_upscale()` is given, which keeps the source's size (and cuts the box down to it).
-struct ThumbnailGeometry: Equatable {
+public struct ThumbnailGeometry: Equatable, Sendable {
     /// What the (cropped) source is scaled to.
-    var scaled: PixelSize
+    public var scaled: PixelSize
     /// The rectangle the scaled image is cut to, when it covers a box.
-    var cropBox: PixelSize?
+    public var cropBox: PixelSize?
     /// The canvas the scaled image is centred on, for `fit-in` with `fill(color)`.
-    var paddedBox: PixelSize?
+    public var paddedBox: PixelSize?
 
     /// The target the pipeline can decode for before the source's size is known: a fetch with it lets the JPEG
     /// decoder skip most of the work with its DCT scaling. `.original` where the size depends on the source
     /// (a source crop, `orig`).
-    static func fetchSizing(for request: ThumbnailRequest) -> TargetSizing {
+    public static func fetchSizing(for request: ThumbnailRequest) -> TargetSizing {
         guard request.sourceCrop == nil else { return .original }
         let unbounded = 1 << 20
         switch (request.width, request.height) {
@@ -33,14 +33,14 @@ struct ThumbnailGeometry: Equatable {
         }
     }
 
-    init(scaled: PixelSize, cropBox: PixelSize? = nil, paddedBox: PixelSize? = nil) {
+    public init(scaled: PixelSize, cropBox: PixelSize? = nil, paddedBox: PixelSize? = nil) {
         self.scaled = scaled
         self.cropBox = cropBox
         self.paddedBox = paddedBox
     }
 
     /// The geometry of `request` for a source of `source` pixels (after its source crop).
-    init(request: ThumbnailRequest, source: PixelSize) {
+    public init(request: ThumbnailRequest, source: PixelSize) {
         func length(_ side: ThumbnailRequest.Side, original: Int) -> Int? {
             switch side {
             case .proportional: nil
@@ -80,5 +80,5 @@ struct ThumbnailGeometry: Equatable {
     }
 
     /// The size of the image the service sends.
-    var output: PixelSize { paddedBox ?? cropBox ?? scaled }
+    public var output: PixelSize { paddedBox ?? cropBox ?? scaled }
 }

@@ -10,7 +10,7 @@ public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
 
     /// The encoder this build has for the format; `nil` for AVIF and GIF, which this package decodes but does
     /// not encode (``ServiceError/unsupportedOutputFormat(_:)``, a 415, when `format()` asks for them).
-    var encoder: (any ImageEncoder)? {
+    public var encoder: (any ImageEncoder)? {
         switch self {
         case .jpeg: JPEGEncoder()
         case .png: PNGEncoder()
@@ -25,7 +25,7 @@ public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
     /// The format a request gets when its URL names none: WebP when the client's `Accept` lists
     /// `image/webp` (AVIF first once this build can encode it), otherwise the source's own format when it
     /// can be encoded, otherwise PNG for a source with transparency and JPEG for one without.
-    static func negotiated(accept: String?, sourceType: ImageType?, hasTransparency: Bool) -> OutputFormat {
+    public static func negotiated(accept: String?, sourceType: ImageType?, hasTransparency: Bool) -> OutputFormat {
         let accepted = acceptedMediaTypes(accept)
         for preferred in [OutputFormat.avif, .webp] where preferred.isEncodable && accepted.contains(preferred.mediaType) {
             return preferred
@@ -39,7 +39,7 @@ public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
     }
 
     /// The format of encoded `data`, by its first bytes.
-    init?(sniffing data: Data) {
+    public init?(sniffing data: Data) {
         let head = [UInt8](data.prefix(12))
         if head.starts(with: [0xFF, 0xD8, 0xFF]) {
             self = .jpeg
@@ -58,7 +58,7 @@ public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
 
     /// The media types an `Accept` value names with a quality above zero (wildcards aside: `*/*` and
     /// `image/*` say nothing about which newer formats a client decodes).
-    static func acceptedMediaTypes(_ accept: String?) -> Set<String> {
+    public static func acceptedMediaTypes(_ accept: String?) -> Set<String> {
         guard let accept else { return [] }
         var types: Set<String> = []
         for item in accept.split(separator: ",") {

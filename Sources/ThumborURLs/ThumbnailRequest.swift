@@ -26,6 +26,10 @@ public struct ThumbnailRequest: Hashable, Sendable {
         public var top: Int
         public var right: Int
         public var bottom: Int
+
+        public init(left: Int, top: Int, right: Int, bottom: Int) {
+            (self.left, self.top, self.right, self.bottom) = (left, top, right, bottom)
+        }
     }
 
     /// The rectangle of the source to start from, or `nil` for all of it.
@@ -89,7 +93,7 @@ public struct ThumbnailFilters: Hashable, Sendable {
 
     public init() {}
 
-    var canonicalDescription: String {
+    public var canonicalDescription: String {
         var parts: [String] = []
         if let format { parts.append("format=\(format.rawValue)") }
         if let quality { parts.append("q=\(quality)") }
