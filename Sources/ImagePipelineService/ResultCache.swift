@@ -34,7 +34,7 @@ final class ResultCache: Sendable {
 
     /// The cache key of a rendering: a hex SHA-256 of its canonical description.
     static func key(for canonical: String) -> String {
-        SHA256.hash(data: Data(canonical.utf8)).map { String(format: "%02x", $0) }.joined()
+        hex(SHA256.hash(data: Data(canonical.utf8)))
     }
 
     func entry(for key: String) -> (Entry, Tier)? {
@@ -48,7 +48,7 @@ final class ResultCache: Sendable {
 
     /// Keeps `data` as `key`'s answer; returns the entry with its validators.
     func store(_ data: Data, format: OutputFormat, dimensions: PixelSize, source: URL, key: String) -> Entry {
-        let digest = SHA256.hash(data: data).prefix(16).map { String(format: "%02x", $0) }.joined()
+        let digest = Self.hex(SHA256.hash(data: data).prefix(16))
         let entry = Entry(data: data, format: format, dimensions: dimensions, entityTag: "\"\(digest)\"",
                           lastModified: HTTPDate.format(Date()))
         let cached = CachedImageData(
@@ -57,6 +57,17 @@ final class ResultCache: Sendable {
         store.memoryCache.storeComplete(cached, identifier: key, forced: true)
         store.diskCache?.storeComplete(cached, identifier: key, forced: true)
         return entry
+    }
+
+    /// Lowercase hex of `bytes` (String(format:) per byte costs more than the hash on a cache hit).
+    private static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     private static func entry(_ cached: CachedImageData) -> Entry? {

@@ -6,7 +6,7 @@ import Foundation
 public enum SignatureText {
     /// The bytes `text` encodes, or `nil` when it is not URL-safe base64.
     public static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        let unescaped = String(text).removingPercentEncoding ?? String(text)
+        let unescaped = PercentEncoding.decode(text) ?? String(text)
         guard unescaped.utf8.count <= 256 else { return nil }
         var base64 = unescaped.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.utf8.count % 4 != 0 { base64 += "=" }

@@ -59,8 +59,8 @@ enum ThumborFilters {
             guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0 == "_" }) else {
                 throw .badRequest("filter name \(name) is not valid")
             }
-            let argument = String(rest[rest.index(after: open)..<close])
-            calls.append(Call(name: name, argument: argument.removingPercentEncoding ?? argument))
+            let argument = rest[rest.index(after: open)..<close]
+            calls.append(Call(name: name, argument: PercentEncoding.decode(argument) ?? String(argument)))
             rest = rest[rest.index(after: close)...]
             if rest.first == ":" { rest = rest.dropFirst() } else if !rest.isEmpty {
                 throw .badRequest("filters must be separated by ':'")

@@ -115,7 +115,7 @@ public enum ThumborPath {
     /// merged (`http:/host`) put back.
     private static func source(_ raw: Substring) throws(ServiceError) -> String {
         guard !raw.isEmpty else { throw .badRequest("no source image") }
-        guard var source = String(raw).removingPercentEncoding, !source.isEmpty else {
+        guard var source = PercentEncoding.decode(raw), !source.isEmpty else {
             throw .badRequest("the source is not valid percent-encoding")
         }
         for scheme in ["http:", "https:"] where source.hasPrefix(scheme + "/") && !source.hasPrefix(scheme + "//") {
