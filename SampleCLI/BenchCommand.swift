@@ -12,7 +12,7 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Benchmarks, each beside an anchor measured in the same run (make bench, make bench-cache, scripts/bench-fetch.sh).",
         subcommands: [DecodeBench.self, ProgressiveBench.self, CacheBench.self, FetchBench.self, CoalesceBench.self,
-                      PipelineBench.self, TierBench.self]
+                      PipelineBench.self, TierBench.self, ThumbnailAnchorBench.self]
     )
 }
 

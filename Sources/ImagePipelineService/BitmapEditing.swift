@@ -1,21 +1,9 @@
 import ImagePipelineKit
 
-/// The pixel edits a thumbnail needs after scaling: a cut, flips, a padded canvas and a flat background.
+/// The pixel edits a thumbnail needs after scaling and cutting (``Bitmap/cropped(x:y:size:)``): flips, a padded
+/// canvas and a flat background.
 /// Each makes a new bitmap (bitmaps are immutable) and copies rows, never pixels one by one where a row will do.
 extension Bitmap {
-    /// The rectangle at `x`, `y` of `size` (inside the bitmap).
-    func cropped(x: Int, y: Int, size: PixelSize) throws -> Bitmap {
-        precondition(x >= 0 && y >= 0 && x + size.width <= width && y + size.height <= height, "crop outside the bitmap")
-        return try withUnsafeBytes { source in
-            try Bitmap(width: size.width, height: size.height) { pixels, stride in
-                for row in 0..<size.height {
-                    let from = source.baseAddress! + (y + row) * bytesPerRow + x * Bitmap.bytesPerPixel
-                    (pixels + row * stride).copyMemory(from: from, byteCount: size.width * Bitmap.bytesPerPixel)
-                }
-            }
-        }
-    }
-
     /// Mirrored left to right and/or top to bottom.
     func flipped(horizontally: Bool, vertically: Bool) throws -> Bitmap {
         guard horizontally || vertically else { return self }
