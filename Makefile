@@ -46,10 +46,10 @@ fuzz: deps
 demo: deps
 	$(SWIFT) build -c release --product sample-cli
 	@mkdir -p $(DEMO_OUT)
-	.build/release/sample-cli scroll --network wifi --script browse --seconds 12 --json $(DEMO_OUT)/scroll-wifi.json \
+	.build/release/sample-cli scroll --network wifi --script browse --seconds 12 --json-file $(DEMO_OUT)/scroll-wifi.json \
 		--snapshot $(DEMO_OUT)/scroll-wifi.png --timeline $(DEMO_OUT)/scroll-wifi.svg
 	.build/release/sample-cli scroll --network lte --script browse --seconds 20 --compare \
-		--json $(DEMO_OUT)/scroll-compare.json
+		--json-file $(DEMO_OUT)/scroll-compare.json
 
 # The image service with its demo: the loopback origin serves the sample photos and http://127.0.0.1:8888/ shows a
 # page of their thumbnails, each a thumbor URL rendered by the service (docs/image-service.md). Ctrl-C stops it.

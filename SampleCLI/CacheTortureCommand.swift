@@ -35,7 +35,7 @@ struct CacheTortureCommand: ParsableCommand {
         let root = URL(fileURLWithPath: directory)
         let pipelines = try ["t1", "t2"].map { try ImagePipeline(identifier: $0, configuration: configuration, cacheRoot: root) }
         let caches = pipelines.compactMap(\.diskCache)
-        guard caches.count == 2 else { throw ValidationError("cannot open the disk caches under \(directory)") }
+        guard caches.count == 2 else { throw CommandFailure("cannot open the disk caches under \(directory)") }
         if verify {
             try check(caches, configuration: configuration, problems: problems)
         } else {

@@ -6,13 +6,14 @@ import ImagePipelineKit
 struct DecodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decode",
-        abstract: "Decode JPEG, PNG, GIF and WebP files and report format, size, frames, orientation and decode time.",
+        abstract: "Decode JPEG, PNG, GIF, WebP, AVIF and JPEG XL files and report format, size, frames, orientation and decode time.",
         discussion: """
             Each FILE may be a directory: its files are decoded in name order. With --json, prints one \
             JSON object per file: {file, format, width, height, originalWidth, originalHeight, frames, \
             orientation, progressive, decodeMs} or {file, error, errorCode, errorName}. width/height are \
-            after --target scaling and EXIF orientation. Exits 0 when every file decoded, 1 otherwise; \
-            bad input never crashes the process.
+            after --target scaling and EXIF orientation. --out writes the first frame in the format its \
+            extension names: .png, .jpg/.jpeg (quality 90) or .webp (lossless); a directory gets PNGs. Exits 0 \
+            when every file decoded, 1 otherwise; bad input never crashes the process.
             """
     )
 
@@ -25,24 +26,38 @@ struct DecodeCommand: ParsableCommand {
     @Option(help: "How the image is fitted into --target: fit, fill, stretch or center.")
     var mode: ContentMode = .fit
 
-    @Flag(help: "Print one JSON object per file instead of a line of text.")
-    var json = false
+    @OptionGroup var output: JSONOutput
 
     @Option(help: ArgumentHelp(
-        "Write the decoded image (first frame) as PNG. With several files, a directory (created if needed).",
-        valueName: "FILE.png"))
+        "Write the decoded image (first frame) as the extension says: .png, .jpg/.jpeg or .webp. With several files, a directory of PNGs (created if needed).",
+        valueName: "FILE"))
     var out: String?
+
+    func validate() throws {
+        guard let out, !out.hasSuffix("/") else { return }
+        var isDirectory: ObjCBool = false
+        let ext = (out as NSString).pathExtension.lowercased()
+        if !ext.isEmpty, !["png", "jpg", "jpeg", "webp"].contains(ext),
+           !(FileManager.default.fileExists(atPath: out, isDirectory: &isDirectory) && isDirectory.boolValue) {
+            throw ValidationError("--out writes .png, .jpg, .jpeg or .webp files, not .\(ext)")
+        }
+    }
 
     mutating func run() throws {
         let inputs = Self.expand(files)
         let targetSizing = TargetSizing(dimensions: target?.size, contentMode: mode)
         let outputs = try OutputPaths(out: out, inputCount: inputs.count)
         var failures = 0
+        var lines: [String] = []
         for (index, file) in inputs.enumerated() {
             let report = decode(file, target: targetSizing, writeTo: outputs.path(for: file, index: index))
             if report.failed { failures += 1 }
-            print(json ? report.jsonLine() : report.textLine())
+            output.say(report.textLine())
+            lines.append(report.jsonLine())
+            // One line per file as it is decoded: a crash on the next file leaves the earlier reports out.
+            if output.json { FileHandle.standardOutput.write(Data((report.jsonLine() + "\n").utf8)) }
         }
+        try output.writeFile(Data(lines.map { $0 + "\n" }.joined().utf8))
         if failures > 0 { throw ExitCode(1) }
     }
 
@@ -59,14 +74,25 @@ struct DecodeCommand: ParsableCommand {
             let decoded = try CodecCatalogue.shared.decode(data, target: target)
             let elapsed = ContinuousClock.now - start
             if let outPath {
-                let png = try CodecCatalogue.shared.encode(ImageContainer(bitmap: decoded.container.bitmap), as: .png)
-                try png.write(to: URL(fileURLWithPath: outPath))
+                let (type, quality) = Self.outputFormat(of: outPath)
+                let encoded = try CodecCatalogue.shared.encode(ImageContainer(bitmap: decoded.container.bitmap), as: type,
+                                                               quality: quality)
+                try encoded.write(to: URL(fileURLWithPath: outPath))
             }
             return .success(file: file, decoded: decoded, milliseconds: elapsed.milliseconds)
         } catch let error as ImageCodecError {
             return .failure(file: file, message: error.description, code: error.code, name: error.codeName)
         } catch {
             return .failure(file: file, message: "\(error)", code: 0, name: "writeFailed")
+        }
+    }
+
+    /// The format `--out`'s extension names (PNG for any other), and the quality to encode at.
+    static func outputFormat(of path: String) -> (ImageType, Double) {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "jpg", "jpeg": (.jpeg, 0.9)
+        case "webp": (.webp, 1)
+        default: (.png, 1)
         }
     }
 

@@ -192,14 +192,14 @@ struct FetchBench: AsyncParsableCommand {
         } else if let bundled = bundledImagePath("skimage-hubble_deep_field.jpg") {
             path = bundled
         } else {
-            throw ValidationError("the bundled skimage-hubble_deep_field.jpg was not found next to the executable "
+            throw CommandFailure("the bundled skimage-hubble_deep_field.jpg was not found next to the executable "
                                   + "or under SampleCLI/Images; pass --source FILE")
         }
         var data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw ValidationError("cannot read \(path): \(error.localizedDescription)")
+            throw CommandFailure("cannot read \(path): \(error.localizedDescription)")
         }
         if data.count >= count { return data.prefix(count) }
         data.append(Data(count: count - data.count))

@@ -87,8 +87,7 @@ struct FetchCommand: AsyncParsableCommand {
                                valueName: "N"))
     var maxDecodeMemory: Int?
 
-    @Flag(help: "Print one JSON object per URL instead of a line of text.")
-    var json = false
+    @OptionGroup var output: JSONOutput
 
     func validate() throws {
         for url in urls where URL(string: url)?.scheme == nil {
@@ -121,7 +120,7 @@ struct FetchCommand: AsyncParsableCommand {
         do {
             pipeline = try ImagePipeline(identifier: self.pipeline, configuration: configuration, cacheRoot: root)
         } catch {
-            throw ValidationError("\(error)")
+            throw CommandFailure("\(error)")
         }
         pipeline.freshnessPolicy = freshness == .http ? .http : .timeToLive
         let requests = urls.map { string in
@@ -145,7 +144,8 @@ struct FetchCommand: AsyncParsableCommand {
         }
         // Written straight to the file descriptor (print buffers when stdout is not a terminal): the reports
         // are out before the downloader shuts down.
-        for report in reports { FileHandle.standardOutput.write(Data(((json ? report.jsonLine() : report.textLine()) + "\n").utf8)) }
+        for report in reports { output.say(report.textLine()) }
+        try output.write(lines: reports.map { $0.jsonLine() })
         try await (downloader as? HTTPClientDownloader)?.shutdown()
         if reports.contains(where: { $0.result == nil }) { throw ExitCode(1) }
     }

@@ -18,7 +18,7 @@ struct FleetCommand: AsyncParsableCommand {
             processes, each with its own empty cache directory, fetching every image in its own shuffled order at \
             --target. Three runs: cold with the tier, warm (new instances with empty disks against the warm tier), \
             and cold without the tier. Prints origin requests (and per image), tier hits, lease waits (fetches \
-            that waited for another worker's download), bytes from the origin and wall time for each. --json \
+            that waited for another worker's download), bytes from the origin and wall time for each. --json (or --json-file FILE) \
             writes the report: {workers, images, latencyMs, originRequests, warmOriginRequests, withoutTierOriginRequests, \
             withTier, warm, withoutTier}, \
             each run as {originRequests, originRequestsPerImage, originBytes, tierHits, leaseWaits, fetches, \
@@ -37,8 +37,7 @@ struct FleetCommand: AsyncParsableCommand {
                                valueName: "URL"))
     var redis: String?
 
-    @Option(help: ArgumentHelp("Write the report as JSON to this file.", valueName: "FILE"))
-    var json: String?
+    @OptionGroup var output: JSONOutput
 
     @Option(help: ArgumentHelp("The origin's delay before each response head, in milliseconds.", valueName: "MS"))
     var latencyMs = 50
@@ -132,10 +131,8 @@ struct FleetCommand: AsyncParsableCommand {
 
         let report = FleetReport(workers: workers, images: images, latencyMs: latencyMs, redis: redis ?? "private redis-server",
                                  withTier: withTier, warm: warm, withoutTier: withoutTier)
-        print(report.text, terminator: "")
-        if let json {
-            try report.jsonData.write(to: URL(fileURLWithPath: json))
-        }
+        output.say(report.text, terminator: "")
+        try output.write(report.jsonData)
         let phases = [withTier] + [warm, withoutTier].compactMap { $0 }
         if phases.contains(where: { $0.failures > 0 || $0.fetches < $0.workerExitStatuses.count * images && $0.killedWorker == nil }) {
             throw ExitCode(1)

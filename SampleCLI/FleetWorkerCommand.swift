@@ -52,7 +52,7 @@ struct FleetWorkerCommand: AsyncParsableCommand {
             pipeline = try ImagePipeline(identifier: "fleet", configuration: configuration,
                                          cacheRoot: URL(fileURLWithPath: cacheDir))
         } catch {
-            throw ValidationError("\(error)")
+            throw CommandFailure("\(error)")
         }
         if let redis {
             let client = RedisClient(configuration: try RedisConfiguration(url: redis))

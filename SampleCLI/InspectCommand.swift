@@ -23,13 +23,13 @@ struct InspectCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The directory holding the pipelines' caches.", valueName: "DIR"))
     var cacheDir: String?
 
-    @Flag(help: "Print one JSON object per entry instead of a table.")
-    var json = false
+    @OptionGroup var output: JSONOutput
 
     func run() throws {
         let root = cacheDir.map { URL(fileURLWithPath: $0) } ?? ImagePipeline.defaultCacheRoot
         let names = pipelines.isEmpty ? ImagePipeline.knownIdentifiers(cacheRoot: root).sorted() : pipelines
         var failed = false
+        var lines: [String] = []
         for name in names {
             let inspection: ImagePipelineInspection
             do {
@@ -47,16 +47,14 @@ struct InspectCommand: ParsableCommand {
                 continue
             }
             let rows = inspection.completeDiskEntries.map { ($0, true) } + inspection.partialDiskEntries.map { ($0, false) }
-            if json {
-                for (entry, complete) in rows { print(Self.jsonLine(pipeline: name, entry: entry, complete: complete)) }
-            } else {
-                print("\(name.terminalSafe): \(inspection.completeDiskEntries.count) complete, \(inspection.partialDiskEntries.count) partial, \(inspection.onDiskBytesUsed) bytes")
-                for (entry, complete) in rows.sorted(by: { $0.0.identifier < $1.0.identifier }) {
-                    let state = complete ? "complete" : String(format: "partial %.0f%%", entry.progress * 100)
-                    print("  \(entry.identifier.terminalSafe)  \(entry.dimensions)  \(entry.bytesUsed) bytes  \(state)  \(entry.url?.absoluteString.terminalSafe ?? "-")")
-                }
+            lines += rows.map { Self.jsonLine(pipeline: name, entry: $0.0, complete: $0.1) }
+            output.say("\(name.terminalSafe): \(inspection.completeDiskEntries.count) complete, \(inspection.partialDiskEntries.count) partial, \(inspection.onDiskBytesUsed) bytes")
+            for (entry, complete) in rows.sorted(by: { $0.0.identifier < $1.0.identifier }) {
+                let state = complete ? "complete" : String(format: "partial %.0f%%", entry.progress * 100)
+                output.say("  \(entry.identifier.terminalSafe)  \(entry.dimensions)  \(entry.bytesUsed) bytes  \(state)  \(entry.url?.absoluteString.terminalSafe ?? "-")")
             }
         }
+        try output.write(lines: lines)
         if failed { throw ExitCode(1) }
     }
 

@@ -244,7 +244,7 @@ struct PipelineBench: AsyncParsableCommand {
             return (seconds, completions.filter { !$0.succeeded }.count, pipeline.diskCache?.totalBytes ?? 0,
                     (before, ProcessCPUSnapshot.now()))
         }
-        guard failures == 0 else { throw ValidationError("\(failures) of \(images) fetches failed") }
+        guard failures == 0 else { throw CommandFailure("\(failures) of \(images) fetches failed") }
         let rate = Double(images) / seconds
         print(String(format: "pipeline: %d images in %.2f s = %.0f images/s with %d decode slot%@ and %d downloads (disk cache: %.1f MB written)",
                      images, seconds, rate, threads, threads == 1 ? "" : "s", downloadSlots, Double(diskBytes) / 1e6))
@@ -292,7 +292,7 @@ enum BenchPipeline {
         do {
             pipeline = try ImagePipeline(identifier: name, configuration: configuration, cacheRoot: root)
         } catch {
-            throw ValidationError("\(error)")
+            throw CommandFailure("\(error)")
         }
         return try await body(pipeline, queue)
     }
@@ -332,7 +332,7 @@ enum BenchPipeline {
 enum BenchImages {
     /// The bundled image `name` resampled to `width` x `height` and encoded as a baseline JPEG at quality 85.
     static func photoJPEG(width: Int, height: Int, from name: String) throws -> Data {
-        guard let path = FetchBench.bundledImagePath(name) else { throw ValidationError("bundled image \(name) not found") }
+        guard let path = FetchBench.bundledImagePath(name) else { throw CommandFailure("bundled image \(name) not found") }
         let decoded = try CodecCatalogue.shared.decode(try Data(contentsOf: URL(fileURLWithPath: path)))
         let resized = try decoded.container.bitmap.scaled(to: PixelSize(width: width, height: height))
         return try CodecCatalogue.shared.encode(ImageContainer(bitmap: resized), as: .jpeg, quality: 0.85)

@@ -40,7 +40,7 @@ struct ProgressiveBench: ParsableCommand {
         let data = try Data(contentsOf: URL(fileURLWithPath: file))
         let name = (file as NSString).lastPathComponent
         let decoder = try CodecCatalogue.shared.codec(for: .jpeg).map(\.decoder) ?? {
-            throw ValidationError("no JPEG codec registered")
+            throw CommandFailure("no JPEG codec registered")
         }()
         let prefix = data.prefix(Int(Double(data.count) * previewFraction))
         let sizing = TargetSizing(dimensions: PixelSize(width: target, height: target), contentMode: .fit)

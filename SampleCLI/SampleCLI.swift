@@ -1,4 +1,5 @@
 import ArgumentParser
+import ImagePipelineKit
 
 /// `sample-cli`: the sample program of ImagePipelineKit.
 @main
@@ -11,7 +12,12 @@ struct SampleCLI: AsyncParsableCommand {
             runs); fetch goes through a pipeline with a disk cache; inspect lists what the caches hold; \
             decode, bench, serve (the loopback origin the tests use); fleet runs worker processes against one \
             origin with and without a Redis shared tier.
+
+            Every command that reports takes --json (the JSON on standard output, the text on standard error) and \
+            --json-file FILE (the JSON to a file). Exit status: 0 on success, 1 when the work failed (one line on \
+            standard error says why), 64 for a usage error (with the usage text).
             """,
+        version: LibraryVersion.version,
         subcommands: [ScrollCommand.self, FetchCommand.self, InspectCommand.self, DecodeCommand.self, BenchCommand.self,
                       CacheTortureCommand.self, ServeCommand.self, FleetCommand.self, FleetWorkerCommand.self]
     )

@@ -106,7 +106,7 @@ struct ScrollAssets: Sendable {
     }
 
     private static func read(_ name: String) throws -> Data {
-        guard let path = FetchBench.bundledImagePath(name) else { throw ValidationError("bundled image \(name) not found") }
+        guard let path = FetchBench.bundledImagePath(name) else { throw CommandFailure("bundled image \(name) not found") }
         return try Data(contentsOf: URL(fileURLWithPath: path))
     }
 

@@ -80,8 +80,7 @@ struct ScrollCommand: AsyncParsableCommand {
                                valueName: "DIR"))
     var cacheDir: String?
 
-    @Option(help: ArgumentHelp("Write the report as JSON to this file.", valueName: "FILE"))
-    var json: String?
+    @OptionGroup var output: JSONOutput
 
     @Option(help: ArgumentHelp("Write the viewport at the end as a PNG, made from the pixels the cells hold.",
                                valueName: "FILE.png"))
@@ -157,7 +156,7 @@ struct ScrollCommand: AsyncParsableCommand {
         try await server.shutdown()
 
         if compare {
-            print(ScrollReport.sideBySide(reports.map { ($0.name, $0.report) }))
+            output.say(ScrollReport.sideBySide(reports.map { ($0.name, $0.report) }))
             // TIP's claim: progressive JPEGs become visible sooner on slow links. The same pictures both ways.
             for progressive in [false, true] where !compareLoadersOnly {
                 let assets = try feed == .photos
@@ -170,22 +169,22 @@ struct ScrollCommand: AsyncParsableCommand {
                 reports.append((progressive ? "progressive JPEG" : "baseline JPEG", run.0, run.1))
             }
             if !compareLoadersOnly {
-                print("")
-                print(ScrollReport.sideBySide(reports.suffix(2).map { ($0.name, $0.report) }))
+                output.say("")
+                output.say(ScrollReport.sideBySide(reports.suffix(2).map { ($0.name, $0.report) }))
             }
         } else {
-            print(pipelined.0.table())
+            output.say(pipelined.0.table())
         }
-        if let json {
+        if output.isRequested {
             let data = compare
                 ? try ScrollReport.jsonData(Dictionary(uniqueKeysWithValues: reports.map { ($0.name, $0.report) }))
                 : try pipelined.0.jsonData()
-            try data.write(to: URL(fileURLWithPath: json))
-            print("report written to \(json)")
+            try output.write(data)
+            if let file = output.jsonFile { output.say("report written to \(file)") }
         }
         try writePictures(pipelined.0, pipelined.1)
         if pipelined.0.delegateQueueViolations > 0 {
-            print("FAIL: \(pipelined.0.delegateQueueViolations) decode, scale or disk operations ran on the main (delegate) queue")
+            output.say("FAIL: \(pipelined.0.delegateQueueViolations) decode, scale or disk operations ran on the main (delegate) queue")
             throw ExitCode(1)
         }
     }
@@ -193,18 +192,18 @@ struct ScrollCommand: AsyncParsableCommand {
     /// `--origin`: one pipeline run over the listed URLs (no embedded origin, so no request log).
     private func runAgainstExternalOrigin(listedIn path: String) async throws {
         let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch { throw ValidationError("cannot read \(path): \(error)") }
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch { throw CommandFailure("cannot read \(path): \(error)") }
         let listed = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         let parsed = listed.compactMap { URL(string: $0) }.filter { $0.scheme == "http" || $0.scheme == "https" }
         guard !parsed.isEmpty, parsed.count == listed.count else {
-            throw ValidationError("\(path) must list http(s) URLs, one per line")
+            throw CommandFailure("\(path) must list http(s) URLs, one per line")
         }
         let urls = (0..<items).map { parsed[$0 % parsed.count] }
         let formats = urls.map { ScrollAssets.format(of: $0.lastPathComponent) }
         let (report, outcome) = try await simulate(urls: urls, formats: formats, server: nil, conventional: false)
-        print(report.table())
-        if let json { try report.jsonData().write(to: URL(fileURLWithPath: json)) }
+        output.say(report.table())
+        if output.isRequested { try output.write(report.jsonData()) }
         try writePictures(report, outcome)
         if report.delegateQueueViolations > 0 { throw ExitCode(1) }
     }
@@ -214,7 +213,7 @@ struct ScrollCommand: AsyncParsableCommand {
             let png = try ScrollPictures.snapshot(width: columns * cellSize, height: rows * cellSize, cellSize: cellSize,
                                                   cells: outcome.viewport)
             try png.write(to: URL(fileURLWithPath: snapshot))
-            print("viewport written to \(snapshot)")
+            output.say("viewport written to \(snapshot)")
         }
         if let timeline {
             let data = timeline.hasSuffix(".png")
@@ -223,7 +222,7 @@ struct ScrollCommand: AsyncParsableCommand {
                 : Data(ScrollPictures.timeline(busyMs: outcome.busyMs, budgetMs: report.budgetMs,
                                                imagesCompleted: outcome.imagesCompleted).utf8)
             try data.write(to: URL(fileURLWithPath: timeline))
-            print("timeline written to \(timeline)")
+            output.say("timeline written to \(timeline)")
         }
     }
 
@@ -366,7 +365,7 @@ extension ScrollCommand {
             if slots > 0 { try pipeline.useRenditionTables(sides: [cellSize, cellSize * 2], capacity: slots) }
             return pipeline
         } catch {
-            throw ValidationError("\(error)")
+            throw CommandFailure("\(error)")
         }
     }
 }

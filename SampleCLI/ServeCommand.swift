@@ -61,7 +61,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             server = try await ImageOriginServer.start(port: port, directory: directory)
         } catch let error as OriginServerError {
-            throw ValidationError(error.description)
+            throw CommandFailure(error.description)
         }
         // A long-running server keeps no in-memory history: the --log file is the record.
         server.setRequestLogCapacity(64)
@@ -162,10 +162,10 @@ private final class RequestLogWriter: Sendable {
     init(path: String) throws {
         if !FileManager.default.fileExists(atPath: path) {
             guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                throw ValidationError("cannot create --log file \(path)")
+                throw CommandFailure("cannot create --log file \(path)")
             }
         }
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw ValidationError("cannot open --log file \(path)") }
+        guard let handle = FileHandle(forWritingAtPath: path) else { throw CommandFailure("cannot open --log file \(path)") }
         handle.seekToEndOfFile()
         self.handle = handle
     }

@@ -51,7 +51,7 @@ struct TierBench: AsyncParsableCommand {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-tier-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         let pipeline = try ImagePipeline(identifier: "tier-bench", configuration: GlobalConfiguration(), cacheRoot: root)
-        guard let disk = pipeline.diskCache else { throw ValidationError("no disk cache under \(root.path)") }
+        guard let disk = pipeline.diskCache else { throw CommandFailure("no disk cache under \(root.path)") }
         _ = disk.storeComplete(CachedImageData(data: image, url: url, dimensions: value.dimensions), identifier: "bench")
 
         var raw: [Double] = [], tier: [Double] = [], tierSigned: [Double] = [], diskHit: [Double] = []

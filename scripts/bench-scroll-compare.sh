@@ -22,7 +22,7 @@ for run in $(seq 1 "$runs"); do
             echo "== $network, $script, run $run of $runs ($seconds s each way)" >&2
             .build/release/sample-cli scroll --network "$network" --script "$script" --seconds "$seconds" \
                 --compare --compare-loaders-only --quiet \
-                --json "out/bench/scroll-compare-$network-$script-$run.json" >/dev/null
+                --json-file "out/bench/scroll-compare-$network-$script-$run.json" >/dev/null
         done
     done
 done

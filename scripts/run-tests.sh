@@ -4,9 +4,10 @@
 # machine, the loopback servers of many parallel tests saturate their event loops and time-sensitive tests
 # fail for no fault of the code under test.
 #
-# Three phases, each parallel inside: the codec and cache tests (CPU-heavy) first; then the tests that run
+# Four phases, each parallel inside: the codec and cache tests (CPU-heavy) first; then the tests that run
 # sample-cli processes against hostile origins (decode bombs and endless bodies keep both cores busy); then the
-# network tests (timing-sensitive), so that none starves another of CPU or of Swift concurrency's few threads.
+# network tests (timing-sensitive); last the image service's (renders, its processes and a headless browser),
+# so that none starves another of CPU or of Swift concurrency's few threads.
 #
 # The full log goes to .build-test/test-output.txt; on failure the failed expectations are printed again at
 # the end, so the last lines of a CI log say what failed, not only that something did.
@@ -21,7 +22,8 @@ processes='HostileOriginProcessTests|SharedCacheDirectoryTests|FleetProcessTests
 phases=(
     "--filter ImagePipelineKitTests"
     "--filter $processes"
-    "--filter ImagePipelineHTTPClientTests|ImageOriginServerTests|ImagePipelineRedisTests|ImagePipelineServiceTests --skip $processes"
+    "--filter ImagePipelineHTTPClientTests|ImageOriginServerTests|ImagePipelineRedisTests --skip $processes"
+    "--filter ImagePipelineServiceTests"
 )
 for phase in "${phases[@]}"; do
     echo "== swift test $phase =="

@@ -18,8 +18,10 @@ struct ImageServiceCommand: AsyncParsableCommand {
         discussion: """
         Every option can also be set by the environment variable named in its help; a flag wins over the \
         variable. GET /healthz answers 200, GET /metrics Prometheus text. SIGTERM or SIGINT stops accepting \
-        connections, lets the requests in flight finish (up to --shutdown-grace seconds) and exits 0.
-        """)
+        connections, lets the requests in flight finish (up to --shutdown-grace seconds) and exits 0. A usage \
+        error exits 64 with the usage text; a failure at start exits 1 with one line on standard error.
+        """,
+        version: LibraryVersion.version)
 
     @Option(name: .long, help: "Address to listen on (IMAGE_SERVICE_HOST; default 127.0.0.1).")
     var host: String?

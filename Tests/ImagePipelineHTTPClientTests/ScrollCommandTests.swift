@@ -14,7 +14,7 @@ struct ScrollCommandTests {
         let timeline = report.deletingPathExtension().appendingPathExtension("svg")
         defer { try? FileManager.default.removeItem(at: snapshot); try? FileManager.default.removeItem(at: timeline) }
         let run = try await SampleCLIBinary.run(["scroll", "--feed", "small", "--seconds", "5", "--network", "loopback", "--quiet",
-                                                 "--json", report.path, "--snapshot", snapshot.path,
+                                                 "--json-file", report.path, "--snapshot", snapshot.path,
                                                  "--timeline", timeline.path])
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
         #expect(run.stdout.contains("decode/scale/disk on the main queue") && run.stdout.contains("none (checked)"))
@@ -41,7 +41,7 @@ struct ScrollCommandTests {
         let report = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-compare-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: report) }
         let run = try await SampleCLIBinary.run(["scroll", "--feed", "small", "--compare", "--seconds", "3", "--network", "loopback", "--quiet",
-                                                 "--json", report.path])
+                                                 "--json-file", report.path])
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
         #expect(run.stdout.contains("conventional") && run.stdout.contains("pipeline"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: report)) as? [String: [String: Any]])

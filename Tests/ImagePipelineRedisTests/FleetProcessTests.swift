@@ -11,7 +11,7 @@ struct FleetProcessTests {
     private func fleet(_ arguments: [String]) async throws -> (run: SampleCLIBinary.Run, report: [String: Any]) {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-fleet-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: file) }
-        let run = try await SampleCLIBinary.run(["fleet"] + arguments + ["--json", file.path])
+        let run = try await SampleCLIBinary.run(["fleet"] + arguments + ["--json-file", file.path])
         let report = (try? JSONSerialization.jsonObject(with: Data(contentsOf: file))) as? [String: Any] ?? [:]
         return (run, report)
     }
