@@ -29,6 +29,8 @@ public final class ImageServicePipelines: Sendable {
         downloader = HTTPClientDownloader(configuration: client)
         configuration.imageDownloader = downloader
         configuration.maxConcurrentImagePipelineDownloadCount = concurrentDownloads
+        // The caches', downloads' and decodes' gauges, for whoever scrapes the metrics.
+        configuration.gaugeRecordingInterval = .seconds(5)
         sources = try ImagePipeline(identifier: "\(name)-sources", configuration: configuration, cacheRoot: cacheDirectory)
         results = try ImagePipeline(identifier: "\(name)-results", configuration: configuration, cacheRoot: cacheDirectory)
     }

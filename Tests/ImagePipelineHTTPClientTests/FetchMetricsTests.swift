@@ -94,6 +94,36 @@ struct FetchMetricsTests {
         }
     }
 
+    @Test("Downloads' time to first byte and duration; gauges of the caches, downloads and decodes, recorded on demand and on an interval",
+          arguments: [CoordinatorDownloader.httpClient])
+    func downloadTimersAndGauges(kind: CoordinatorDownloader) async throws {
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            let recorded = TestMetrics()
+            h.configuration.metricsFactory = recorded
+            _ = await h.fetch(h.request("/a.jpg", identifier: "timed"))
+            _ = await h.fetch(h.request("/missing.jpg", identifier: "missing"))
+            #expect(try recorded.expectTimer(PipelineMetricLabels.downloadTimeToFirstByte, [("status", "2xx")]).values.count == 1)
+            #expect(try recorded.expectTimer(PipelineMetricLabels.downloadTimeToFirstByte, [("status", "4xx")]).values.count == 1)
+            #expect(try recorded.expectTimer(PipelineMetricLabels.downloadDuration, [("result", "complete")]).values.count == 1)
+            #expect(try recorded.expectTimer(PipelineMetricLabels.downloadDuration, [("result", "failed")]).values.count == 1)
+
+            h.configuration.recordGauges()
+            let memoryBytes = try recorded.expectGauge(PipelineMetricLabels.cacheBytes, [("cache", "memory")])
+            #expect(memoryBytes.lastValue == Double(h.configuration.totalBytesForAllMemoryCaches))
+            #expect(memoryBytes.lastValue ?? 0 > 0, "the fetched image is in the memory cache")
+            #expect(try recorded.expectGauge(PipelineMetricLabels.cacheEntries, [("cache", "disk")]).lastValue
+                    == Double(h.configuration.totalCountForAllDiskCaches))
+            #expect(try recorded.expectGauge(PipelineMetricLabels.downloadsInFlight).lastValue == 0)
+            #expect(try recorded.expectGauge(PipelineMetricLabels.decodesInFlight).lastValue == 0)
+
+            #expect(h.configuration.gaugeRecordingInterval == nil, "off by default")
+            let before = try recorded.expectGauge(PipelineMetricLabels.downloadsInFlight).values.count
+            h.configuration.gaugeRecordingInterval = .milliseconds(20)
+            #expect(try await eventually { ((try? recorded.expectGauge(PipelineMetricLabels.downloadsInFlight).values.count) ?? 0) >= before + 3 })
+            h.configuration.gaugeRecordingInterval = nil
+        }
+    }
+
     @Test("Stage CPU times: off by default; on, a cold fetch records its cache reads, decode, stores, delivery and decodes at once",
           arguments: [CoordinatorDownloader.httpClient])
     func stageCPUTimes(kind: CoordinatorDownloader) async throws {

@@ -51,6 +51,8 @@ public final class GlobalConfiguration: Sendable {
     private let currentAcceptHeader = Locked<String?>(nil)
     /// See ``metricsFactory``; `nil` reads `MetricsSystem.factory` at each use.
     let chosenMetricsFactory = Locked<(any MetricsFactory)?>(nil)
+    /// The timer of ``gaugeRecordingInterval``, cancelled with the configuration.
+    let gaugeSampler = Locked<GaugeSampler?>(nil)
 
     private struct WeakObserver {
         weak var observer: (any ImagePipelineObserver)?
@@ -218,6 +220,10 @@ public final class GlobalConfiguration: Sendable {
             problems: diskProblems)
         diskProblems.connect { [weak self] problem in self?.report(problem) }
         DispatchQueue.main.setSpecific(key: DelegateQueueDiagnostics.delegateQueueKey, value: ObjectIdentifier(DispatchQueue.main))
+    }
+
+    deinit {
+        gaugeSampler.withLock { $0?.timer.cancel() }
     }
 
     // MARK: - Problems

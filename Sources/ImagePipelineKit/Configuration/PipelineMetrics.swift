@@ -30,6 +30,13 @@ public enum PipelineMetricLabels {
     public static let fetchDuration = "image_pipeline_fetch_duration"
     public static let problems = "image_pipeline_problems"
     public static let sharedCache = "image_pipeline_shared_cache"
+    /// Time from sending a download's request to its response head (timer): `status` (the status class, `2xx`…).
+    public static let downloadTimeToFirstByte = "image_pipeline_download_time_to_first_byte"
+    /// Time from sending a download's request to its end (timer): `result` (`complete`, `failed`).
+    public static let downloadDuration = "image_pipeline_download_duration"
+    /// Time a disk cache read or write took, the file and its index row together (timer): `operation` (`read`,
+    /// `write`).
+    public static let diskCacheOperation = "image_pipeline_disk_cache_operation"
 }
 
 extension GlobalConfiguration {
@@ -100,6 +107,16 @@ extension GlobalConfiguration {
     func recordNetworkBytes(_ bytes: Int, pipeline: String) {
         Counter(label: PipelineMetricLabels.networkBytes, dimensions: [("pipeline", pipeline)], factory: metricsFactory)
             .increment(by: Int64(bytes))
+    }
+
+    func recordDownloadTimeToFirstByte(_ elapsed: Duration, status: Int) {
+        Timer(label: PipelineMetricLabels.downloadTimeToFirstByte, dimensions: [("status", "\(status / 100)xx")],
+              factory: metricsFactory).recordNanoseconds(elapsed.nanoseconds)
+    }
+
+    func recordDownloadDuration(_ elapsed: Duration, complete: Bool) {
+        Timer(label: PipelineMetricLabels.downloadDuration, dimensions: [("result", complete ? "complete" : "failed")],
+              factory: metricsFactory).recordNanoseconds(elapsed.nanoseconds)
     }
 
     func recordDecode(of type: ImageType?, duration: Duration) {

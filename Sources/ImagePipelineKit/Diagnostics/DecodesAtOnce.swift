@@ -21,6 +21,9 @@ final class DecodesAtOnce: Sendable {
 
     private let state = Mutex(State())
 
+    /// Decodes running now.
+    var running: Int { state.withLock { $0.running } }
+
     /// Runs `body`, one decode, counted among those running while it runs.
     func counting<T>(recordingTo configuration: GlobalConfiguration, _ body: () throws -> T) rethrows -> T {
         change(by: 1, recordingTo: configuration)

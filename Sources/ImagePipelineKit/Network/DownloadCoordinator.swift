@@ -201,6 +201,9 @@ public final class DownloadCoordinator: @unchecked Sendable {
         }
     }
 
+    /// Where the downloads' timers go.
+    var configurationForMetrics: GlobalConfiguration { configuration }
+
     func report(_ problem: ImagePipelineProblem) {
         configuration.report(problem)
     }

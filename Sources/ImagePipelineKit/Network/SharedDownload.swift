@@ -17,6 +17,8 @@ final class SharedDownload: @unchecked Sendable {
     private var task: (any ImageDownloadTask)?
     /// Bumped whenever a task is replaced (a 416 retry), so a stale task's late events are ignored.
     private var attempt = 0
+    /// When the current attempt's request was sent: the start of its time to first byte and duration.
+    private var sentAt = ContinuousClock.now
     /// The partial being resumed by the current attempt, if any.
     private var resuming: PartialImageData?
     private var response: DownloadResponse?
@@ -165,6 +167,7 @@ final class SharedDownload: @unchecked Sendable {
 
     private func _queue_send(_ download: DownloadRequest) {
         attempt += 1
+        sentAt = .now
         let relay = DownloadEventRelay(download: self, attempt: attempt, request: download, queue: coordinator.queue)
         task = coordinator.downloader.startDownload(download, delegate: relay)
     }
@@ -182,6 +185,7 @@ final class SharedDownload: @unchecked Sendable {
 
     func _queue_didReceive(_ response: DownloadResponse, attempt: Int, request: DownloadRequest) {
         guard attempt == self.attempt, phase == .running else { return }
+        coordinator.configurationForMetrics.recordDownloadTimeToFirstByte(.now - sentAt, status: response.statusCode)
         if let continuation { return _queue_continue(continuation, answeredBy: response) }
         if let partial = resuming {
             switch response.statusCode {
@@ -292,6 +296,8 @@ final class SharedDownload: @unchecked Sendable {
             outcome = { _ in .failure(failure, partial: nil) }
         }
         let fetches = attachments
+        let failed = if case .failure = outcome(true) { true } else { false }
+        coordinator.configurationForMetrics.recordDownloadDuration(.now - sentAt, complete: !failed)
         _queue_finish(cancellingTask: false)
         for (index, attachment) in fetches.enumerated() { _queue_deliver(outcome(index == 0), to: attachment) }
     }
