@@ -6,8 +6,9 @@
 --                         ends as soon as the last answer is in, instead of running out its -d (which is only a
 --                         bound in this mode)
 --                  loop   cycle through the lines for -d, recording every request (overload)
---                  lean   cycle through the lines for -d with nothing recorded per request (hot: at 20k req/s a
---                         Lua response() callback would be the bottleneck, so wrk's own counts are used)
+--                  lean   cycle through the lines for -d with nothing recorded per request (hot: a Lua
+--                         response() makes wrk parse every answer's headers into a table, which at tens of
+--                         thousands of answers a second slows the load client itself; wrk's own counts are used)
 --   BENCH_OUT      file that done() writes: '#key value' lines, then in once/loop mode 'status latency_us' lines
 --
 -- once and loop need one connection per thread (-t N -c N): a thread's only connection has one request in flight,
