@@ -92,6 +92,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         // Loopback HTTP/1.1 origin for tests, the demo and benchmarks: ranges, shaping, scripted faults.
@@ -176,6 +178,8 @@ let package = Package(
                 "ImagePipelineRedis", "ImagePipelineKit", "ImageOriginServer", "ImagePipelineHTTPClient", "TestSupport",
                 "PipelineLocking",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(

@@ -39,7 +39,7 @@ struct RedisCommand: Sendable {
         }
     }
 
-    /// The command's name, for errors.
+    /// The command's name, for errors and metrics.
     var name: String { arguments.first.map { String(buffer: $0) } ?? "" }
 }
 

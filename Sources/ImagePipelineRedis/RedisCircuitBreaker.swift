@@ -39,24 +39,30 @@ final class RedisCircuitBreaker: Sendable {
         }
     }
 
-    func recordSuccess() {
+    /// Counts a success, which closes the breaker; returns whether it was open (its trial succeeded).
+    @discardableResult
+    func recordSuccess() -> Bool {
         state.withLock { state in
+            let wasOpen = state.openUntil != nil
             state.failuresInARow = 0
             state.openUntil = nil
             state.trialInFlight = false
+            return wasOpen
         }
     }
 
     /// Counts a failure; opens the breaker at the threshold, or again when its trial failed.
-    func recordFailure() {
+    /// Returns whether this failure opened the breaker.
+    @discardableResult
+    func recordFailure() -> Bool {
         state.withLock { state in
             state.failuresInARow += 1
             let trialFailed = state.trialInFlight
             state.trialInFlight = false
-            if trialFailed || (state.openUntil == nil && state.failuresInARow >= threshold) {
-                state.openUntil = .now + openDuration
-                state.openings += 1
-            }
+            guard trialFailed || (state.openUntil == nil && state.failuresInARow >= threshold) else { return false }
+            state.openUntil = .now + openDuration
+            state.openings += 1
+            return true
         }
     }
 

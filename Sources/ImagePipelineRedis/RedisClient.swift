@@ -1,6 +1,8 @@
+import CoreMetrics
+import ImagePipelineKit
+import Logging
 import NIOCore
 import NIOPosix
-import ImagePipelineKit
 import PipelineLocking
 
 /// A small Redis client (RESP2) on SwiftNIO: a pool of connections over TCP or a unix socket, commands pipelined
@@ -14,14 +16,23 @@ public final class RedisClient: Sendable {
     /// One slot per pooled connection: a connection being made, or made (checked for liveness at each use).
     private let slots: Locked<[Task<RedisConnection, any Error>?]>
     private let nextSlot = Locked(0)
+    private let logger: Logger?
+    private let commandTimers: RedisCommandTimers
 
     /// A client for the server `configuration` names. Nothing connects until the first command.
     /// - Parameters:
     ///   - configuration: the server and the client's limits.
     ///   - group: the event loops the connections run on (default: NIO's shared singleton).
-    public init(configuration: RedisConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+    ///   - logger: where connections made and lost, and the circuit breaker opening and closing, are logged
+    ///     (`notice` and `warning`); `nil` logs nothing.
+    ///   - metricsFactory: where each command's time goes (`image_pipeline_redis_command_duration`, a timer with
+    ///     `command` and `result` (`ok`, `failed`)); by default swift-metrics' bootstrapped factory.
+    public init(configuration: RedisConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+                logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil) {
         self.configuration = configuration
         self.group = group
+        self.logger = logger
+        commandTimers = RedisCommandTimers(factory: metricsFactory)
         breaker = RedisCircuitBreaker(threshold: configuration.breakerFailureThreshold,
                                       openDuration: configuration.breakerOpenDuration)
         slots = Locked(Array(repeating: nil, count: configuration.poolSize))
@@ -63,13 +74,23 @@ public final class RedisClient: Sendable {
         } catch {
             throw SharedCacheCircuitOpenError(retryAfter: configuration.breakerOpenDuration)
         }
+        let started = ContinuousClock.now
         do {
             let connection = try await connection()
             let reply = try await connection.send(command)
-            breaker.recordSuccess()
+            commandTimers.record(command.name, ok: true, since: started)
+            if breaker.recordSuccess() {
+                logger?.notice("redis circuit breaker closed", metadata: ["redis": .string(configuration.address.description)])
+            }
             return reply
         } catch {
-            breaker.recordFailure()
+            commandTimers.record(command.name, ok: false, since: started)
+            if breaker.recordFailure() {
+                logger?.warning("redis circuit breaker opened: commands skip the server", metadata: [
+                    "redis": .string(configuration.address.description), "error": .string("\(error)"),
+                    "retry-after": .string("\(configuration.breakerOpenDuration)"),
+                ])
+            }
             throw error
         }
     }
@@ -84,15 +105,32 @@ public final class RedisClient: Sendable {
             return next
         }
         for _ in 0..<2 {
+            let logger = logger
             let task = slots.withLock { slots -> Task<RedisConnection, any Error> in
                 if let task = slots[index] { return task }
-                let task = Task { try await RedisConnection.connect(configuration, group: group) }
+                let task = Task {
+                    do {
+                        let connection = try await RedisConnection.connect(configuration, group: group)
+                        logger?.notice("redis connection made", metadata: [
+                            "redis": .string(configuration.address.description), "slot": .stringConvertible(index),
+                        ])
+                        return connection
+                    } catch {
+                        logger?.warning("redis connection failed", metadata: [
+                            "redis": .string(configuration.address.description), "error": .string("\(error)"),
+                        ])
+                        throw error
+                    }
+                }
                 slots[index] = task
                 return task
             }
             do {
                 let connection = try await task.value
                 if connection.isActive { return connection }
+                logger?.notice("redis connection lost", metadata: [
+                    "redis": .string(configuration.address.description), "slot": .stringConvertible(index),
+                ])
                 forget(task, at: index)
             } catch {
                 forget(task, at: index)
@@ -115,5 +153,17 @@ public final class RedisClient: Sendable {
             return slots.compactMap { $0 }
         }
         for task in tasks { (try? await task.value)?.close() }
+    }
+}
+
+/// The time of each command (`image_pipeline_redis_command_duration`).
+private struct RedisCommandTimers: Sendable {
+    let factory: (any MetricsFactory)?
+
+    func record(_ command: String, ok: Bool, since started: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - started
+        let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+        Timer(label: "image_pipeline_redis_command_duration", dimensions: [("command", command), ("result", ok ? "ok" : "failed")],
+              factory: factory ?? MetricsSystem.factory).recordNanoseconds(nanoseconds)
     }
 }

@@ -3,11 +3,19 @@ import Foundation
 /// Where a Redis server is and how to talk to it.
 public struct RedisConfiguration: Sendable {
     /// How to reach the server.
-    public enum Address: Sendable, Equatable {
+    public enum Address: Sendable, Equatable, CustomStringConvertible {
         /// TCP to `host:port`.
         case tcp(host: String, port: Int)
         /// A unix domain socket at `path`.
         case unixSocket(path: String)
+
+        /// `host:port` or `unix:PATH`, for logs (never the password).
+        public var description: String {
+            switch self {
+            case .tcp(let host, let port): "\(host):\(port)"
+            case .unixSocket(let path): "unix:\(path)"
+            }
+        }
     }
 
     /// TLS for the connection (Redis's `tls-port`).

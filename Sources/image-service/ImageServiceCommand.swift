@@ -113,8 +113,10 @@ struct ImageServiceCommand: AsyncParsableCommand {
         } catch {
             throw RuntimeFailure("cannot open the caches in \(settings.cacheDirectory.path): \(error)")
         }
+        // The pipelines' problems an operator should act on (a failing disk, an unreachable Redis) go to the log.
+        pipelines.configuration.logger = logger
         if let redis = settings.redis {
-            let client = RedisClient(configuration: try RedisConfiguration(url: redis))
+            let client = RedisClient(configuration: try RedisConfiguration(url: redis), logger: logger)
             pipelines.sources.sharedCache = SharedCacheConfiguration(cache: RedisImageCache(client: client), namespace: "image-service")
         }
         let service = ImageService(configuration: settings.configuration, sourcePipeline: pipelines.sources,

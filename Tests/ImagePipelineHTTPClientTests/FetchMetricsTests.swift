@@ -106,6 +106,10 @@ struct FetchMetricsTests {
             #expect(try recorded.expectTimer(PipelineMetricLabels.downloadTimeToFirstByte, [("status", "4xx")]).values.count == 1)
             #expect(try recorded.expectTimer(PipelineMetricLabels.downloadDuration, [("result", "complete")]).values.count == 1)
             #expect(try recorded.expectTimer(PipelineMetricLabels.downloadDuration, [("result", "failed")]).values.count == 1)
+            #expect(try recorded.expectTimer(PipelineMetricLabels.diskCacheOperation, [("operation", "write")]).values.count == 1)
+            h.pipeline.clearMemoryCaches()
+            _ = await h.fetch(h.request("/a.jpg", identifier: "timed"))
+            #expect(try recorded.expectTimer(PipelineMetricLabels.diskCacheOperation, [("operation", "read")]).values.count >= 1)
 
             h.configuration.recordGauges()
             let memoryBytes = try recorded.expectGauge(PipelineMetricLabels.cacheBytes, [("cache", "memory")])

@@ -12,7 +12,8 @@ final class StoreRecorder: ImagePipelineObserver, Sendable {
     }
 }
 
-/// A swift-log handler that keeps messages in memory.
+/// A swift-log handler that keeps messages in memory, each with its metadata flattened into the text
+/// (`message key=value …`, keys sorted).
 struct CapturingLogHandler: LogHandler {
     let messages: Recorded<(Logger.Level, String)>
     var metadata: Logger.Metadata = [:]
@@ -22,7 +23,9 @@ struct CapturingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
     func log(event: LogEvent) {
-        messages.append((event.level, event.message.description))
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let fields = all.keys.sorted().map { "\($0)=\(all[$0]!)" }
+        messages.append((event.level, ([event.message.description] + fields).joined(separator: " ")))
     }
 }
 
@@ -87,17 +90,20 @@ struct ObserverAndLoggingTests {
         #expect(configuration.observers.isEmpty)
     }
 
-    @Test("Problems reach the logger by name at warning; identifiers and URLs only at debug")
+    @Test("Problems an operator should act on reach the logger at warning, with their kind as metadata; routine ones, identifiers and URLs only at debug")
     func problemsLogged() throws {
         let messages = Recorded<(Logger.Level, String)>()
         var logger = Logger(label: "test") { _ in CapturingLogHandler(messages: messages) }
         logger.logLevel = .debug
         configuration.logger = logger
         configuration.report(.diskCacheEntryCorrupt(identifier: "https://secret.example/a.jpg?token=1", reason: "gone"))
+        configuration.report(.imageDownloadedWithUnnecessaryError(identifier: "https://secret.example/b.jpg",
+                                                                  error: .connectionRefused))
         let logged = messages.all
         let warnings = logged.filter { $0.0 == .warning }.map(\.1)
-        #expect(warnings == ["problem: diskCacheEntryCorrupt"])
-        #expect(logged.contains { $0.0 == .debug && $0.1.contains("secret.example") })
+        #expect(warnings == ["pipeline problem detail=diskCacheEntryCorrupt problem=diskCacheEntryCorrupt"])
+        #expect(logged.contains { $0.0 == .debug && $0.1.contains("identifier=https://secret.example/a.jpg") })
+        #expect(logged.contains { $0.0 == .debug && $0.1.contains("problem=imageDownloadedWithUnnecessaryError") })
 
         configuration.logger = nil
         configuration.report(.diskCacheEntryCorrupt(identifier: "x", reason: "gone"))

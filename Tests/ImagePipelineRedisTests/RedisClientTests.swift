@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import MetricsTestKit
 import ImageOriginServer
 import ImagePipelineKit
 import ImagePipelineRedis
@@ -88,6 +90,30 @@ struct RedisClientTests {
         }
     }
 
+    @Test("The client logs its connection and the circuit breaker's trips, and times each command")
+    func logsAndTimes() async throws {
+        let messages = Recorded<(Logger.Level, String)>()
+        var logger = Logger(label: "redis-test") { _ in RecordingLogHandler(messages: messages) }
+        logger.logLevel = .trace
+        let metrics = TestMetrics()
+        let server = try await LocalRedisServer.start()
+        var configuration = TierHarness.patientConfiguration(server)
+        configuration.breakerFailureThreshold = 2
+        let client = RedisClient(configuration: configuration, logger: logger, metricsFactory: metrics)
+        #expect(try await client.send("PING", [String]()) == .simpleString("PONG"))
+        #expect(messages.all.contains { $0.0 == .notice && $0.1.hasPrefix("redis connection made") })
+        #expect(try metrics.expectTimer("image_pipeline_redis_command_duration", [("command", "PING"), ("result", "ok")])
+                .values.count == 1)
+        await server.stop()
+        for _ in 0..<3 { _ = try? await client.send("PING", [String]()) }
+        #expect(client.isCircuitOpen)
+        let warnings = messages.all.filter { $0.0 == .warning }.map(\.1)
+        #expect(warnings.contains { $0.hasPrefix("redis circuit breaker opened") }, "\(warnings)")
+        #expect(try metrics.expectTimer("image_pipeline_redis_command_duration", [("command", "PING"), ("result", "failed")])
+                .values.count >= 2)
+        await client.close()
+    }
+
     @Test("A wrong password is a typed authentication error")
     func wrongPasswordIsTyped() async throws {
         try await withServer { (server: LocalRedisServer) async throws in
@@ -143,5 +169,19 @@ struct RedisClientTests {
         let secure = try RedisConfiguration(url: "rediss://:pw@cache.internal:6380?ca=/etc/ca.pem")
         #expect(secure.tls == RedisConfiguration.TLS(trustRootsFile: "/etc/ca.pem", serverHostname: "cache.internal"))
         #expect(throws: RedisClientError.self) { try RedisConfiguration(url: "http://example.com") }
+    }
+}
+
+/// A swift-log handler that keeps each message, with its metadata, in memory.
+private struct RecordingLogHandler: LogHandler {
+    let messages: Recorded<(Logger.Level, String)>
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) {
+        messages.append((event.level, "\(event.message) \(event.metadata ?? [:])"))
     }
 }

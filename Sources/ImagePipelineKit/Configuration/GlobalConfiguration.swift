@@ -239,23 +239,31 @@ public final class GlobalConfiguration: Sendable {
     /// those are logged at `debug`).
     func report(_ problem: ImagePipelineProblem) {
         recordProblem(problem)
-        log(.warning, "problem: \(problem.name)")
-        log(.debug, "problem: \(problem)")
+        // Structured: the kind and the details as metadata, the identifier (often a full URL) at debug only.
+        var metadata: Logger.Metadata = ["problem": .string(problem.kind), "detail": .string(problem.name)]
+        if problem.needsOperator {
+            log(.warning, "pipeline problem", metadata: metadata)
+        }
+        if let identifier = problem.identifier { metadata["identifier"] = .string(identifier) }
+        log(.debug, "pipeline problem", metadata: metadata)
         problemObserver?.problemWasEncountered(problem)
     }
 
     // MARK: - Logging and observers
 
     /// Where the library logs (swift-log). `nil`, the default, logs nothing; the library never bootstraps
-    /// `LoggingSystem`. Full URLs and identifiers are logged at `debug` only.
+    /// `LoggingSystem`. Routine events log at `debug` with structured metadata (`pipeline`, `identifier`, …);
+    /// only problems an operator should act on (``ImagePipelineProblem/needsOperator``) log at `warning`. Full
+    /// URLs and identifiers are logged at `debug` only.
     public var logger: Logger? {
         get { currentLogger.withLock { $0 } }
         set { currentLogger.withLock { $0 = newValue } }
     }
 
-    func log(_ level: Logger.Level, _ message: @autoclosure () -> Logger.Message) {
+    func log(_ level: Logger.Level, _ message: @autoclosure () -> Logger.Message,
+             metadata: @autoclosure () -> Logger.Metadata = [:]) {
         guard let logger, logger.logLevel <= level else { return }
-        logger.log(level: level, message())
+        logger.log(level: level, message(), metadata: metadata())
     }
 
     /// Adds an observer of every pipeline on this configuration, held weakly (TIP's

@@ -52,10 +52,15 @@ extension GlobalConfiguration {
         case success, failure, cancelled
     }
 
-    /// Counts a finished fetch, its cache lookups and its duration.
-    func recordFetch(of pipeline: String, metrics: FetchMetrics, outcome: FetchOutcome) {
+    /// Counts a finished fetch, its cache lookups and its duration, and logs it at `debug`.
+    func recordFetch(of pipeline: String, identifier: String, metrics: FetchMetrics, outcome: FetchOutcome) {
         let factory = metricsFactory
         let final = metrics.sources.last { $0.result == .hitFinal }
+        log(.debug, "fetch finished", metadata: [
+            "pipeline": .string(pipeline), "identifier": .string(identifier), "result": .string(outcome.rawValue),
+            "source": .string(final.map { "\($0.source)" } ?? "none"),
+            "duration-ms": .stringConvertible((metrics.totalDuration * 1000).rounded()),
+        ])
         Counter(label: PipelineMetricLabels.fetches,
                 dimensions: [("pipeline", pipeline), ("result", outcome.rawValue),
                              ("source", final.map { "\($0.source)" } ?? "none")],
@@ -117,6 +122,19 @@ extension GlobalConfiguration {
     func recordDownloadDuration(_ elapsed: Duration, complete: Bool) {
         Timer(label: PipelineMetricLabels.downloadDuration, dimensions: [("result", complete ? "complete" : "failed")],
               factory: metricsFactory).recordNanoseconds(elapsed.nanoseconds)
+    }
+
+    enum DiskCacheOperation: String { case read, write }
+
+    /// Runs `body`, a disk cache read or write, and records its wall time
+    /// (``PipelineMetricLabels/diskCacheOperation``).
+    func timingDiskCache<T>(_ operation: DiskCacheOperation, _ body: () throws -> T) rethrows -> T {
+        let started = ContinuousClock.now
+        defer {
+            Timer(label: PipelineMetricLabels.diskCacheOperation, dimensions: [("operation", operation.rawValue)],
+                  factory: metricsFactory).recordNanoseconds((ContinuousClock.now - started).nanoseconds)
+        }
+        return try body()
     }
 
     func recordDecode(of type: ImageType?, duration: Duration) {

@@ -34,6 +34,34 @@ public enum ImagePipelineProblem: Sendable, Equatable {
     /// another key): it was deleted, not served, and the image was fetched elsewhere.
     case sharedCacheValueRejected(identifier: String, reason: String)
 
+    /// Whether an operator should hear of it: the caches losing or refusing data (a corrupt entry, a failed
+    /// write, a disk cache or a fleet tier that cannot be used, a value that failed its check). The others are
+    /// the ordinary life of a pipeline on the internet (a server that ended a response badly after its last
+    /// byte, an image too large to keep, a caller's odd target) and log at `debug`.
+    public var needsOperator: Bool {
+        switch self {
+        case .diskCacheEntryCorrupt, .diskCacheWriteFailed, .diskCacheUnavailable, .cachedImageCouldNotBeDecoded,
+             .sharedCacheUnavailable, .sharedCacheCircuitOpen, .sharedCacheValueRejected:
+            true
+        case .imageTooLargeToStoreInDiskCache, .imageDownloadedWithUnnecessaryError, .imageDownloadedCouldNotBeDecoded,
+             .invalidTargetDimensions:
+            false
+        }
+    }
+
+    /// The identifier (often the full URL) the problem is about, if it is about one image.
+    var identifier: String? {
+        switch self {
+        case .diskCacheEntryCorrupt(let identifier, _), .imageTooLargeToStoreInDiskCache(let identifier, _),
+             .diskCacheWriteFailed(let identifier, _), .imageDownloadedWithUnnecessaryError(let identifier, _),
+             .imageDownloadedCouldNotBeDecoded(let identifier, _), .cachedImageCouldNotBeDecoded(let identifier, _),
+             .invalidTargetDimensions(let identifier, _), .sharedCacheValueRejected(let identifier, _):
+            identifier
+        case .diskCacheUnavailable, .sharedCacheUnavailable, .sharedCacheCircuitOpen:
+            nil
+        }
+    }
+
     /// The problem's kind alone (`diskCacheWriteFailed`): the `problem` dimension of the problems metric.
     public var kind: String {
         String(name.prefix { $0 != " " })

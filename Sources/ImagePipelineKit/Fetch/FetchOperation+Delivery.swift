@@ -72,7 +72,9 @@ extension FetchOperation {
             defer { afterStore() }
             let onDisk = configuration.measuring(.diskWrite) {
                 writesToDisk
-                    ? caches.writeDownloadedToDisk(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
+                    ? configuration.timingDiskCache(.write) {
+                        caches.writeDownloadedToDisk(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
+                    }
                     : caches.forgetOnDisk(identifier: plan.identifier, url: plan.url)
             }
             if !inMemory, onDisk { pipeline.announceStore(storedInfo) }

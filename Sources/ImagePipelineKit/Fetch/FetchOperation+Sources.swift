@@ -128,7 +128,9 @@ extension FetchOperation {
             return .finished
         }
         let entry = tier == .memory
-            ? memoryEntry : pipeline.configuration.measuring(.cacheRead) { caches.entry(in: .disk, identifier: plan.identifier) }
+            ? memoryEntry : pipeline.configuration.timingDiskCache(.read) {
+                pipeline.configuration.measuring(.cacheRead) { caches.entry(in: .disk, identifier: plan.identifier) }
+            }
         let afterImage: @Sendable () -> Void = { [self] in _queue_continue(with: _queue_partialOutcome(entry)) }
         if let complete = entry?.complete {
             if complete.url == plan.url {

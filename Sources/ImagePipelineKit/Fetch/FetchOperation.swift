@@ -288,7 +288,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
             $0.attachment = nil
             $0.metrics = metrics
         }
-        pipeline.configuration.recordFetch(of: pipeline.identifier, metrics: metrics, outcome: .success)
+        pipeline.configuration.recordFetch(of: pipeline.identifier, identifier: plan.identifier, metrics: metrics, outcome: .success)
         _queue_finish(state: .succeeded, then: percolate) { $0.fetchOperation(self, didLoadFinalImage: result) }
     }
 
@@ -300,7 +300,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
             $0.attachment = nil
             $0.metrics = metrics
         }
-        pipeline.configuration.recordFetch(of: pipeline.identifier, metrics: metrics,
+        pipeline.configuration.recordFetch(of: pipeline.identifier, identifier: plan.identifier, metrics: metrics,
                                            outcome: error.code == .cancelled ? .cancelled : .failure)
         _queue_finish(state: error.code == .cancelled ? .cancelled : .failed) {
             $0.fetchOperation(self, didFailToLoadFinalImageWith: error)

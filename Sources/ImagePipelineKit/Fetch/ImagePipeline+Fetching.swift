@@ -83,7 +83,8 @@ extension FetchOperation {
             $0.startedAt = Date()
             $0.metrics = metrics
         }
-        pipeline.configuration.recordFetch(of: pipeline.identifier, metrics: metrics, outcome: .success)
+        pipeline.configuration.recordFetch(of: pipeline.identifier, identifier: plan.identifier, metrics: metrics,
+                                           outcome: .success)
         if let delegate {
             if delegateCallbacks.contains(.start) { delegate.fetchOperationDidStart(self) }
             delegate.fetchOperation(self, didLoadFinalImage: result)

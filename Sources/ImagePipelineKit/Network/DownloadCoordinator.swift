@@ -208,8 +208,8 @@ public final class DownloadCoordinator: @unchecked Sendable {
         configuration.report(problem)
     }
 
-    func log(_ message: @autoclosure () -> String) {
-        configuration.log(.debug, "\(message())")
+    func log(_ message: @autoclosure () -> String, url: URL) {
+        configuration.log(.debug, "\(message())", metadata: ["url": .string(url.absoluteString)])
     }
 }
 

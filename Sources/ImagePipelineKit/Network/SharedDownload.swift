@@ -196,7 +196,7 @@ final class SharedDownload: @unchecked Sendable {
             case 206, 416:
                 // The server does not continue where we stopped, or continues another version of the file, or
                 // cannot: drop the partial and ask for the whole image once.
-                coordinator.log("resume of \(request.url) answered \(response.statusCode); reloading without Range")
+                coordinator.log("resume answered \(response.statusCode); reloading without Range", url: request.url)
                 _queue_retryWithoutRange(request)
                 return
             default:
@@ -320,7 +320,7 @@ final class SharedDownload: @unchecked Sendable {
         task = nil
         DispatchQueue.global().async { stopped?.cancel() }
         phase = .waiting
-        coordinator.log("suspended \(request.url) at \(bytes.count) bytes for more urgent downloads")
+        coordinator.log("download suspended at \(bytes.count) bytes for more urgent downloads", url: request.url)
         return true
     }
 
@@ -336,7 +336,7 @@ final class SharedDownload: @unchecked Sendable {
             bytesToSkip = continuation.data.count
             return
         default:
-            coordinator.log("continuing \(request.url) was answered \(answer.statusCode) for another version")
+            coordinator.log("continuing was answered \(answer.statusCode) for another version", url: request.url)
             let fetches = attachments
             _queue_finish(cancellingTask: true)
             let error = DownloadError.transport(description: "the image changed while its download was suspended")

@@ -115,7 +115,7 @@ public final class ImagePipeline: Sendable {
                     configuration?.report(.diskCacheUnavailable(pipeline: identifier, error: error))
                 }))
         PipelineRegistry.shared.register(self)
-        configuration.log(.debug, "stood up pipeline \(identifier)")
+        configuration.log(.debug, "pipeline stood up", metadata: ["pipeline": .string(identifier), "cache-root": .string(cacheRoot.path)])
     }
 
     deinit {
