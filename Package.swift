@@ -64,6 +64,7 @@ let package = Package(
                 "CCodecsOnDemand", "CSQLite", "CThreadScheduling",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The AsyncHTTPClient downloader (HTTP/2, connection pooling): a separate product so the core
@@ -170,6 +171,8 @@ let package = Package(
                 "ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer", "TestSupport", "PipelineLocking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .testTarget(

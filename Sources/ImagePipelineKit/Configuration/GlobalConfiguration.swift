@@ -1,5 +1,6 @@
 import Foundation
 import CoreMetrics
+import Tracing
 import Logging
 import Synchronization
 import PipelineLocking
@@ -51,6 +52,7 @@ public final class GlobalConfiguration: Sendable {
     private let currentAcceptHeader = Locked<String?>(nil)
     /// See ``metricsFactory``; `nil` reads `MetricsSystem.factory` at each use.
     let chosenMetricsFactory = Locked<(any MetricsFactory)?>(nil)
+    let chosenTracer = Locked<(any Tracer)?>(nil)
     /// The timer of ``gaugeRecordingInterval``, cancelled with the configuration.
     let gaugeSampler = Locked<GaugeSampler?>(nil)
 
@@ -250,6 +252,16 @@ public final class GlobalConfiguration: Sendable {
     }
 
     // MARK: - Logging and observers
+
+    /// Where the fetches' spans go (swift-distributed-tracing): by default `InstrumentationSystem.tracer`, read
+    /// at each fetch, so bootstrapping a tracer later still takes effect; until one is bootstrapped, nothing is
+    /// recorded. Each fetch that runs makes an `image-pipeline.fetch` span (a child of the caller's
+    /// `ServiceContext`), with an `image-pipeline.source` child per source step and children for its decode and
+    /// stores. A fetch answered synchronously from the rendered cache makes none.
+    public var tracer: any Tracer {
+        get { chosenTracer.withLock { $0 } ?? InstrumentationSystem.tracer }
+        set { chosenTracer.withLock { $0 = newValue } }
+    }
 
     /// Where the library logs (swift-log). `nil`, the default, logs nothing; the library never bootstraps
     /// `LoggingSystem`. Routine events log at `debug` with structured metadata (`pipeline`, `identifier`, …);

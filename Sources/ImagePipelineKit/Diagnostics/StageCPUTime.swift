@@ -35,6 +35,15 @@ public enum PipelineStage: String, Sendable, CaseIterable {
     case delivery
 }
 
+extension PipelineStage {
+    /// The name of the stage's span in a fetch's trace: `image-pipeline.decode`, `image-pipeline.disk-write`, ….
+    var spanName: String {
+        "image-pipeline." + rawValue.reduce(into: "") { name, character in
+            if character.isUppercase { name += "-" + character.lowercased() } else { name.append(character) }
+        }
+    }
+}
+
 extension PipelineMetricLabels {
     /// The CPU time of one ``PipelineStage`` of one fetch (timer); `stage` dimension. Recorded only while
     /// ``GlobalConfiguration/recordsStageCPUTime`` is on.

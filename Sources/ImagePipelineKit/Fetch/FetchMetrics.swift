@@ -74,10 +74,13 @@ struct FetchMetricsRecorder {
     private let startedAt = ContinuousClock.now
     private var firstImageAt: ContinuousClock.Instant?
     private var decodeWasInterrupted = false
+    /// The fetch's spans, whose source steps follow the recorder's.
+    var trace: FetchTrace?
 
     /// Starts trying `source`; a source still open is closed as a miss.
     mutating func begin(_ source: ImageLoadSource) {
         close(.miss)
+        trace?.beginSource(source)
         sources.append(FetchMetrics.SourceInfo(source: source, result: .neverCompleted, wasCancelled: false,
                                                loadDuration: 0, wasLoadedSynchronously: false))
         openedAt = .now
@@ -141,9 +144,10 @@ struct FetchMetricsRecorder {
     }
 
     /// Ends the record: a source still open never completed.
-    mutating func finish(cancelled: Bool) -> FetchMetrics {
+    mutating func finish(cancelled: Bool, error: FetchError? = nil) -> FetchMetrics {
         if cancelled, openedAt != nil, !sources.isEmpty { sources[sources.count - 1].wasCancelled = true }
         close(.neverCompleted)
+        trace?.finish(outcome: cancelled ? "cancelled" : error == nil ? "success" : "failure", error: cancelled ? nil : error)
         let end = ContinuousClock.now
         var metrics = FetchMetrics(sources: sources, totalDuration: (end - startedAt).seconds,
                                    firstImageLoadDuration: firstImageAt.map { ($0 - startedAt).seconds },
@@ -163,6 +167,7 @@ struct FetchMetricsRecorder {
 
     private mutating func close(_ result: FetchMetrics.Result) {
         guard let openedAt, !sources.isEmpty else { return }
+        trace?.endSource(result: "\(max(sources[sources.count - 1].result, result))")
         sources[sources.count - 1].result = max(sources[sources.count - 1].result, result)
         sources[sources.count - 1].loadDuration = (ContinuousClock.now - openedAt).seconds
         self.openedAt = nil

@@ -61,7 +61,7 @@ extension FetchOperation {
                         afterStore: @escaping @Sendable () -> Void) {
         let caches = pipeline.caches
         let configuration = pipeline.configuration
-        let inMemory = configuration.measuring(.memoryStore) {
+        let inMemory = measuring(.memoryStore) {
             caches.keepDownloaded(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
         }
         let storedInfo = StoredImageInfo(pipelineIdentifier: pipeline.identifier, identifier: plan.identifier,
@@ -70,7 +70,7 @@ extension FetchOperation {
                                          image: decoded.container)
         _queue_succeed(result) { [self] in
             defer { afterStore() }
-            let onDisk = configuration.measuring(.diskWrite) {
+            let onDisk = measuring(.diskWrite) {
                 writesToDisk
                     ? configuration.timingDiskCache(.write) {
                         caches.writeDownloadedToDisk(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
@@ -84,6 +84,15 @@ extension FetchOperation {
         if inMemory { _queue_onDelegateQueue(pipeline.storeAnnouncement(storedInfo)) }
     }
 
+    /// Runs `body`, a stage of this fetch, timed as the configuration's stage CPU times say and inside a child
+    /// span of the fetch's trace (`image-pipeline.decode`, `image-pipeline.memory-store`, …).
+    func measuring<T>(_ stage: PipelineStage, _ body: () throws -> T) rethrows -> T {
+        try pipeline.configuration.measuring(stage) {
+            guard let trace = metricsRecorder.trace else { return try body() }
+            return try trace.child(stage.spanName, body)
+        }
+    }
+
     /// Decodes `data` at the target, timed for the decode-duration metric; stopped at the codec's checkpoints
     /// when `interruption` says so (``ImageCodecError/interrupted``). With `finishingIncremental` (`data` is
     /// what this fetch downloaded), the session that showed the image while it loaded, if there is one, goes on
@@ -95,7 +104,7 @@ extension FetchOperation {
         decodeClaims.append(claim)
         let decoded = try DecodeInterruption.$current.withValue(interruption) {
             try DecodeMemoryBudget.Claim.$current.withValue(claim) {
-                try pipeline.configuration.measuring(.decode) {
+                try measuring(.decode) {
                     try DecodeTimeSlice.run(pipeline.configuration.decodeTimeSlice) {
                         if finishingIncremental, let finished = try _queue_finishIncremental(data) {
                             return finished
@@ -200,7 +209,7 @@ extension FetchOperation {
     /// there is none or it left the image as it was.
     func _queue_transform(_ image: ImageContainer, progress: Double) -> (image: ImageContainer, transformed: Bool) {
         guard let transformer = plan.transformer else { return (image, false) }
-        return pipeline.configuration.measuring(.transform) {
+        return measuring(.transform) {
             guard let result = transformer.transform(image, progress: progress, targetSizing: plan.target) else {
                 return (image, false)
             }

@@ -50,6 +50,8 @@ extension PipelineCaches.Tier {
 extension FetchOperation {
     func _queue_start() {
         guard !_queue_abortIfNeeded() else { return }
+        metricsRecorder.trace = FetchTrace(tracer: pipeline.configuration.tracer, parent: traceParent,
+                                           pipeline: pipeline.identifier, identifier: plan.identifier)
         guard !plan.identifier.isEmpty else { return _queue_fail(FetchError(.invalidRequest)) }
         if let dimensions = plan.invalidTargetDimensions {
             pipeline.configuration.report(.invalidTargetDimensions(identifier: plan.identifier, dimensions: dimensions))

@@ -1,4 +1,5 @@
 import Foundation
+import Tracing
 import Synchronization
 import PipelineLocking
 
@@ -88,6 +89,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     var sharedCacheLease: SharedCacheLease?
     /// The sources tried so far, for ``metrics``. On `queue`.
     var metricsRecorder = FetchMetricsRecorder()
+    /// The caller's trace context when the operation was made (a task's `ServiceContext`): the fetch's span is
+    /// its child.
+    let traceParent: ServiceContext
     /// Scans and first frames shown while downloading. On `queue`.
     var incremental = IncrementalImageState()
     /// The decode memory this fetch's decodes claimed, held until its delegate has the image: the decoded
@@ -103,6 +107,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         self.context = context
         plan = FetchPlan(request)
         delegateCallbacks = delegate?.implementedCallbacks ?? []
+        traceParent = ServiceContext.current ?? .topLevel
         super.init()
         shared.withLock {
             $0.delegateWasSet = delegate != nil
@@ -294,7 +299,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     func _queue_fail(_ error: FetchError) {
         guard !state.isFinished else { return }
-        let metrics = metricsRecorder.finish(cancelled: error.code == .cancelled)
+        let metrics = metricsRecorder.finish(cancelled: error.code == .cancelled, error: error)
         shared.withLock {
             $0.error = error
             $0.attachment = nil
