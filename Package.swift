@@ -188,7 +188,8 @@ let package = Package(
         .testTarget(
             name: "ImagePipelineServiceTests",
             dependencies: [
-                "ImagePipelineService", "ThumborURLs", "ImagePipelineKit", "ImageOriginServer", "TestSupport", "PipelineLocking",
+                "ImagePipelineService", "ThumborURLs", "ImagePipelineKit", "ImageOriginServer", "ImagePipelineRedis", "TestSupport",
+                "PipelineLocking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

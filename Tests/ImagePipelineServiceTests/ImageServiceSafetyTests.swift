@@ -1,6 +1,7 @@
 import Foundation
 import ImageOriginServer
 import ImagePipelineKit
+import ImagePipelineRedis
 import TestSupport
 import Testing
 @testable import ImagePipelineService
@@ -49,7 +50,10 @@ struct ImageServiceSafetyTests {
         fixture.origin.setFaults([.status(500)], for: "/broken.jpg")
         fixture.origin.setAsset(try ServiceFixture.photo(ImageServiceTests.rocket), at: "/moved.jpg")
         fixture.origin.setFaults([.redirect(to: "http://169.254.169.254/latest/meta-data")], for: "/moved.jpg")
-        let cases: [(String, Int)] = [("/missing.jpg", 404), ("/broken.jpg", 502), ("/moved.jpg", 502), ("/text.jpg", 422)]
+        fixture.origin.setAsset(try ServiceFixture.photo(ImageServiceTests.rocket), at: "/lying.jpg")
+        fixture.origin.setFaults([.wrongContentLength(200_000)], for: "/lying.jpg")   // claims more than it sends
+        let cases: [(String, Int)] = [("/missing.jpg", 404), ("/broken.jpg", 502), ("/moved.jpg", 502), ("/text.jpg", 422),
+                                      ("/lying.jpg", 502)]
         for (path, status) in cases {
             let response = await fixture.get("/unsafe/64x64/\(fixture.source)\(path)")
             #expect(response.status == status, "\(path): \(response.status) \(response.text)")
@@ -86,6 +90,20 @@ struct ImageServiceSafetyTests {
             #expect(response.status == status, "\(path.prefix(80)): \(response.status) \(response.text)")
             #expect(!response.text.isEmpty)
         }
+        await fixture.shutdown()
+    }
+
+    @Test("a fleet tier on a Redis that is down is a miss: the thumbnail still renders from the origin")
+    func redisDown() async throws {
+        let fixture = try await ServiceFixture.start()
+        fixture.origin.setAsset(try ServiceFixture.photo(ImageServiceTests.rocket), at: "/rocket.jpg")
+        // Nothing listens on port 1: every Redis call fails at once.
+        let client = RedisClient(configuration: RedisConfiguration(address: .tcp(host: "127.0.0.1", port: 1)))
+        fixture.pipelines.sources.sharedCache = SharedCacheConfiguration(cache: RedisImageCache(client: client), namespace: "test")
+        let response = await fixture.get("/unsafe/64x64/\(fixture.source)/rocket.jpg")
+        #expect(response.status == 200, "\(response.text)")
+        #expect(fixture.origin.requests(to: "/rocket.jpg").count == 1)
+        await client.close()
         await fixture.shutdown()
     }
 
