@@ -2,6 +2,10 @@
 SWIFT ?= swift
 DEPS := scripts/install-system-deps.sh
 DEMO_OUT ?= out/demo
+# `make test`, `make demo` and `make serve` share one release build with testing enabled (in .build-test), so
+# whichever runs second builds only what it adds. `make bench` and `make cli` build without it (.build,
+# .build-static): benchmarks measure the code as a user's release build compiles it.
+SHARED_BUILD := -c release -Xswiftc -enable-testing --scratch-path .build-test
 
 .PHONY: deps build cli test demo serve bench bench-cache stress-tsan fuzz docs clean
 
@@ -19,9 +23,9 @@ cli: deps
 	@echo "built .build-static/release/sample-cli"
 
 # Builds everything in release with testing enabled (the bad-input sweep runs the sample-cli binary built
-# beside the tests) and runs every test; scripts/run-tests.sh says why release, and why two phases.
+# beside the tests) and runs every test; scripts/run-tests.sh says why release, and why in phases.
 test: deps
-	$(SWIFT) build -c release --build-tests -Xswiftc -enable-testing --scratch-path .build-test
+	$(SWIFT) build $(SHARED_BUILD) --build-tests
 	bash scripts/run-tests.sh
 
 # The 2,000-fetch stress test, the fetch and coordinator tests under ThreadSanitizer (a debug build with TSan:
@@ -44,18 +48,18 @@ fuzz: deps
 # shared Wi-Fi link (report, viewport snapshot and timeline in $(DEMO_OUT)/), then --compare over a shared
 # LTE link (Chrome's "Fast 4G"): conventional loading vs the pipeline, and baseline vs progressive JPEG.
 demo: deps
-	$(SWIFT) build -c release --product sample-cli
+	$(SWIFT) build $(SHARED_BUILD) --product sample-cli
 	@mkdir -p $(DEMO_OUT)
-	.build/release/sample-cli scroll --network wifi --script browse --seconds 12 --json-file $(DEMO_OUT)/scroll-wifi.json \
+	.build-test/release/sample-cli scroll --network wifi --script browse --seconds 12 --json-file $(DEMO_OUT)/scroll-wifi.json \
 		--snapshot $(DEMO_OUT)/scroll-wifi.png --timeline $(DEMO_OUT)/scroll-wifi.svg
-	.build/release/sample-cli scroll --network lte --script browse --seconds 20 --compare \
+	.build-test/release/sample-cli scroll --network lte --script browse --seconds 20 --compare \
 		--json-file $(DEMO_OUT)/scroll-compare.json
 
 # The image service with its demo: the loopback origin serves the sample photos and http://127.0.0.1:8888/ shows a
 # page of their thumbnails, each a thumbor URL rendered by the service (docs/image-service.md). Ctrl-C stops it.
 serve: deps
-	$(SWIFT) build -c release --product image-service
-	.build/release/image-service --demo --port 8888
+	$(SWIFT) build $(SHARED_BUILD) --product image-service
+	.build-test/release/image-service --demo --port 8888
 
 # The DocC catalog, built with the toolchain's docc; any warning fails it. Output in out/docs/.
 docs: deps

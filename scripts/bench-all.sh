@@ -7,13 +7,14 @@
 #
 # Sections (ONLY= picks some): decode (B5-B10, scripts/bench-decode.sh), peers (Pillow, vips, djpeg side by
 # side, scripts/bench-peers.sh), modern (AVIF and JPEG XL against libavif/libjxl, scripts/bench-modern-formats.sh), cache (B1-B4), fetch (B11, scripts/bench-fetch.sh), coalesce (B13),
-# pipeline (B12), scroll (B14, three runs of `sample-cli scroll --warm`). Each section's output is also kept in out/bench/SECTION.txt, from which the
+# pipeline (B12), scroll (B14, three runs of `sample-cli scroll --warm`), service (image-service against
+# thumbor, nginx image_filter and a pyvips server, scripts/bench-service/run.sh, which installs the peers). Each section's output is also kept in out/bench/SECTION.txt, from which the
 # README's tables are copied. A section that fails is reported and the others still run; the exit status is
 # 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/bench}
-ONLY=${ONLY:-decode peers modern cache fetch coalesce pipeline scroll}
+ONLY=${ONLY:-decode peers modern cache fetch coalesce pipeline scroll service}
 CLI=.build/release/sample-cli
 mkdir -p "$OUT"
 
@@ -54,6 +55,14 @@ b14() {
         --seconds 8 --warm memory --rendered-cache-mb 1024 --quiet --json-file "$OUT/scroll-memory-sized.json"
 }
 section scroll b14
+
+service() {
+    swift build -c release --product image-service >&2 || return 1
+    IMAGE_SERVICE_BIN=.build/release/image-service RUNS=${SERVICE_RUNS:-5} \
+        ANCHOR_CMD="$CLI bench thumbnail-anchor out/bench-service/images/img-*.jpg --threads 2" \
+        bash scripts/bench-service/run.sh
+}
+section service service
 
 echo
 echo "bench-all: outputs in $OUT/"
