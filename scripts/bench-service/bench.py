@@ -156,6 +156,19 @@ def versions(python):
     return found
 
 
+def cpu_busy(seconds):
+    """Fraction of all CPUs' time spent outside idle and iowait over the next `seconds` (from /proc/stat)."""
+    def sample():
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle = fields[3] + fields[4]
+        return sum(fields), idle
+    total0, idle0 = sample()
+    time.sleep(seconds)
+    total1, idle1 = sample()
+    return round(1 - (idle1 - idle0) / max(1, total1 - total0), 3)
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return [float(x) for x in f.read().split()[:3]]
@@ -190,8 +203,10 @@ def main():
     report = {
         "run": args.run,
         "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        # The load average before anything starts: a busy machine (a build, say) shows here and skews every figure.
-        "host": {"cpus": os.cpu_count(), "kernel": platform.release(), "loadavg_start": loadavg()},
+        # How busy the CPUs were for 2 s before anything of this run started: a build or a test next to the
+        # benchmark shows here and skews every figure. (The load average would also count the previous run.)
+        "host": {"cpus": os.cpu_count(), "kernel": platform.release(), "cpu_busy_before": cpu_busy(2.0),
+                 "loadavg_start": loadavg()},
         "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "settings": s.as_dict(),
         "versions": versions(sys.executable),
@@ -232,6 +247,7 @@ def main():
         processes.stop_all()
         report["finished"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         report["host"]["loadavg_end"] = loadavg()
+        report["host"]["cpu_busy_after"] = cpu_busy(2.0)
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as f:
             json.dump(report, f, indent=1)

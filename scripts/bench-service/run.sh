@@ -24,6 +24,11 @@ HERE=scripts/bench-service
 export WORK=${WORK:-out/bench-service}
 RUNS=${RUNS:-1}
 
+mkdir -p "$WORK"
+# One run at a time per work folder: a second would take the first one's servers for leftovers and stop them.
+exec 9>"$WORK/lock"
+flock -n 9 || { echo "bench-service: another run.sh is using $WORK (lock $WORK/lock)" >&2; exit 1; }
+
 bash "$HERE/setup.sh"
 PY=$WORK/venv/bin/python
 

@@ -180,10 +180,11 @@ def summarize(runs):
     else:
         out.append(f"Anchor: {anchors[0].get('skipped') or anchors[0].get('error') or 'none'}")
 
-    busy = [r["host"].get("loadavg_start", [0])[0] for r in runs]
-    if max(busy) > 0.5:
-        out.append(f"- warning: load average before the run {span(busy, 'n')} (1-minute); something else was "
-                   f"using the CPUs, so every figure is low")
+    busy = [100 * b for r in runs for b in (r["host"].get("cpu_busy_before"), r["host"].get("cpu_busy_after"))
+            if b is not None]
+    if busy and max(busy) > 15:
+        out.append(f"- warning: something else kept the CPUs {span(busy, 'mb')}% busy just before or after a run "
+                   f"(2 s samples); the figures of that run are low")
     binaries = {json.dumps(r.get("service_binary"), sort_keys=True) for r in runs if r.get("service_binary")}
     for b in sorted(binaries):
         b = json.loads(b)
