@@ -1,3 +1,5 @@
+import Foundation
+
 /// The bounds that keep one request, and the whole service, finite. Each refusal has its status
 /// (``ServiceError``).
 public struct ServiceLimits: Sendable, Equatable {
@@ -11,10 +13,12 @@ public struct ServiceLimits: Sendable, Equatable {
     public var maxOutputPixels = 16_000_000
     /// Time from a request's arrival to its answer, the source's download included (504 beyond it).
     public var requestDeadline: Duration = .seconds(10)
-    /// Renders running at once; the others wait in line.
-    public var maxRendersInFlight = 16
-    /// Renders waiting for a slot; past it, a request is answered 503 at once.
-    public var maxRendersWaiting = 64
+    /// Renders running at once; the others wait in line. A render is mostly decoding, so more than about two per
+    /// core only lengthens every render: the default is twice the cores.
+    public var maxRendersInFlight = 2 * ProcessInfo.processInfo.activeProcessorCount
+    /// Renders waiting for a slot; past it, a request is answered 503 at once. The default, eight per core, keeps
+    /// an accepted request's wait near the time a few renders take instead of growing with the load.
+    public var maxRendersWaiting = 8 * ProcessInfo.processInfo.activeProcessorCount
     /// The `Retry-After` of a 503.
     public var retryAfterSeconds = 1
 

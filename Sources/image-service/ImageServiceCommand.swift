@@ -59,10 +59,10 @@ struct ImageServiceCommand: AsyncParsableCommand {
     @Option(name: .customLong("deadline"), help: "Seconds a request may take, source download included; 504 beyond (IMAGE_SERVICE_DEADLINE; default 10).")
     var deadlineSeconds: Double?
 
-    @Option(name: .customLong("max-renders"), help: "Renders running at once (IMAGE_SERVICE_MAX_RENDERS; default 16).")
+    @Option(name: .customLong("max-renders"), help: "Renders running at once (IMAGE_SERVICE_MAX_RENDERS; default twice the cores).")
     var maxRenders: Int?
 
-    @Option(name: .customLong("max-waiting"), help: "Renders waiting for a slot; past it 503 with Retry-After (IMAGE_SERVICE_MAX_WAITING; default 64).")
+    @Option(name: .customLong("max-waiting"), help: "Renders waiting for a slot; past it 503 with Retry-After (IMAGE_SERVICE_MAX_WAITING; default eight per core).")
     var maxWaiting: Int?
 
     @Option(name: .long, help: "Quality of JPEG and WebP outputs without quality() (IMAGE_SERVICE_QUALITY; default 80).")
