@@ -13,9 +13,10 @@ public struct ServiceLimits: Sendable, Equatable {
     public var maxOutputPixels = 16_000_000
     /// Time from a request's arrival to its answer, the source's download included (504 beyond it).
     public var requestDeadline: Duration = .seconds(10)
-    /// Renders running at once; the others wait in line. A render is mostly decoding, so more than about two per
-    /// core only lengthens every render: the default is twice the cores.
-    public var maxRendersInFlight = 2 * ProcessInfo.processInfo.activeProcessorCount
+    /// Renders running at once; the others wait in line. A render is a source download and a decode: enough of
+    /// them run to keep the cores busy while some wait for their bytes, and no more, since more only lengthens
+    /// every render. The default is four per core.
+    public var maxRendersInFlight = 4 * ProcessInfo.processInfo.activeProcessorCount
     /// Renders waiting for a slot; past it, a request is answered 503 at once. The default, eight per core, keeps
     /// an accepted request's wait near the time a few renders take instead of growing with the load.
     public var maxRendersWaiting = 8 * ProcessInfo.processInfo.activeProcessorCount

@@ -59,7 +59,7 @@ struct ImageServiceCommand: AsyncParsableCommand {
     @Option(name: .customLong("deadline"), help: "Seconds a request may take, source download included; 504 beyond (IMAGE_SERVICE_DEADLINE; default 10).")
     var deadlineSeconds: Double?
 
-    @Option(name: .customLong("max-renders"), help: "Renders running at once (IMAGE_SERVICE_MAX_RENDERS; default twice the cores).")
+    @Option(name: .customLong("max-renders"), help: "Renders running at once (IMAGE_SERVICE_MAX_RENDERS; default four per core).")
     var maxRenders: Int?
 
     @Option(name: .customLong("max-waiting"), help: "Renders waiting for a slot; past it 503 with Retry-After (IMAGE_SERVICE_MAX_WAITING; default eight per core).")
