@@ -58,6 +58,10 @@ struct ImageServiceSafetyTests {
             let response = await fixture.get("/unsafe/64x64/\(fixture.source)\(path)")
             #expect(response.status == status, "\(path): \(response.status) \(response.text)")
         }
+        // The origin down: nothing listens on its port any more.
+        try await fixture.origin.shutdown()
+        let down = await fixture.get("/unsafe/64x64/\(fixture.source)/rocket-again.jpg")
+        #expect(down.status == 502, "\(down.status) \(down.text)")
         await fixture.shutdown()
     }
 
