@@ -38,7 +38,10 @@ struct DecodeBench: ParsableCommand {
     @Option(help: ArgumentHelp("Also decode at this target (fit); 0 to skip.", valueName: "PIXELS"))
     var target = 256
 
+    @OptionGroup var output: JSONOutput
+
     mutating func run() throws {
+        var rows: [[String: Any]] = []
         for file in files {
             let data = try Data(contentsOf: URL(fileURLWithPath: file))
             let name = (file as NSString).lastPathComponent
@@ -51,9 +54,11 @@ struct DecodeBench: ParsableCommand {
                 let median = try Self.medianMilliseconds(iterations: iterations) {
                     output = try CodecCatalogue.shared.decode(data, target: sizing).container.dimensions
                 }
-                print("\(name)\tours\t\(label)\tout=\(output)\tmedian_ms=\(String(format: "%.3f", median))")
+                self.output.say("\(name)\tours\t\(label)\tout=\(output)\tmedian_ms=\(String(format: "%.3f", median))")
+                rows.append(["file": name, "sizing": label, "width": output.width, "height": output.height, "medianMs": median])
             }
         }
+        try self.output.write(object: ["benchmark": "decode", "rows": rows])
     }
 
     static func medianMilliseconds(iterations: Int, _ body: () throws -> Void) throws -> Double {

@@ -166,6 +166,15 @@ struct BenchRow {
 
     static let header = "row            ours p50   ours p99   anchor              anchor p50  ratio   target"
 
+    /// The row for `--json`: figures in the row's unit.
+    var json: [String: Any] {
+        var object: [String: Any] = ["name": name, "unit": unit == "ms" ? "ms" : "ns", "oursP50": result.ours.p50,
+                                     "oursP99": result.ours.p99, "anchor": anchorName, "target": target]
+        if let anchor = result.anchor { object["anchorP50"] = anchor.p50 }
+        if let ratio = result.ratio { object["ratio"] = ratio }
+        return object
+    }
+
     var line: String {
         let scale: Double = switch unit { case "us": 1e-3; default: 1 }
         func format(_ value: Double) -> String { String(format: "%8.2f %@", value * scale, unit) }

@@ -44,21 +44,24 @@ struct CacheBench: ParsableCommand {
     @Option(help: ArgumentHelp("Entries of the cache opened by the disk-open row; 0 skips it.", valueName: "N"))
     var openEntries = 100_000
 
+    @OptionGroup var output: JSONOutput
+
     /// Extra lines printed under the table.
     private var loopLines: [String] = []
 
     mutating func run() throws {
         let overhead = Timing.clockOverhead()
-        print("clock_overhead_ns=\(String(format: "%.1f", overhead))")
+        output.say("clock_overhead_ns=\(String(format: "%.1f", overhead))")
         var table: [BenchRow] = []
         table += try inMemoryRows(overhead: overhead)
         table += try diskRows(overhead: overhead)
         table.append(try tableRow(overhead: overhead))
         if openEntries > 0 { table.append(try openRow()) }
-        print("")
-        print(BenchRow.header)
-        table.forEach { print($0.line) }
-        loopLines.forEach { print($0) }
+        output.say("")
+        output.say(BenchRow.header)
+        table.forEach { output.say($0.line) }
+        loopLines.forEach { output.say($0) }
+        try output.write(object: ["benchmark": "cache", "clockOverheadNs": overhead, "rows": table.map(\.json), "notes": loopLines])
     }
 
     // MARK: - Rendered and memory caches

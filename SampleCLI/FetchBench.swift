@@ -102,11 +102,13 @@ struct FetchBench: AsyncParsableCommand {
         }
     }
 
+    @OptionGroup var output: JSONOutput
+
     func run() async throws {
         let body = try Self.assetBytes(source: source, count: bytes)
         let wrkPath = noWrk ? nil : wrk ?? Self.executableOnPath("wrk")
         if wrkPath == nil && !noWrk {
-            print("wrk not found on PATH (and no --wrk): printing absolute numbers only. "
+            output.say("wrk not found on PATH (and no --wrk): printing absolute numbers only. "
                   + "Install it with `apt-get install wrk`, or run scripts/bench-fetch.sh.")
         }
 
@@ -136,7 +138,7 @@ struct FetchBench: AsyncParsableCommand {
             downloaders.append(("httpclient", client))
         }
 
-        print("serving \(bytes) bytes at \(url.absoluteString); \(String(format: "%g", seconds)) s per phase, "
+        output.say("serving \(bytes) bytes at \(url.absoluteString); \(String(format: "%g", seconds)) s per phase, "
               + "\(String(format: "%g", warmup)) s warm-up, concurrency \(levels.map(String.init).joined(separator: ","))")
         var rows: [Row] = []
         var failure: (any Error)?
@@ -153,7 +155,7 @@ struct FetchBench: AsyncParsableCommand {
                     let served = tally.snapshot().since(before)
                     try served.check(phase: "\(name) c\(level)")
                     let row = Row(name: name, concurrency: level, result: result, connections: served.connections)
-                    print(row.keyValueLine)
+                    output.say(row.keyValueLine)
                     rows.append(row)
                 }
                 if let wrkPath {
@@ -162,7 +164,7 @@ struct FetchBench: AsyncParsableCommand {
                     let served = tally.snapshot().since(before)
                     // wrk closes its connections when its time is up, cutting short the responses then in flight.
                     try served.check(phase: "wrk c\(level)", allowingCutShort: level)
-                    print(result.keyValueLine(connections: served.connections))
+                    output.say(result.keyValueLine(connections: served.connections))
                     for index in rows.indices where rows[index].concurrency == level {
                         rows[index].wrk = result
                     }
@@ -177,9 +179,10 @@ struct FetchBench: AsyncParsableCommand {
         try await server.shutdown()
         if let failure { throw failure }
 
-        print("")
-        print(Row.table(rows, withWrk: wrkPath != nil))
-        for line in Row.againstBareURLSession(rows) { print(line) }
+        output.say("")
+        output.say(Row.table(rows, withWrk: wrkPath != nil))
+        for line in Row.againstBareURLSession(rows) { output.say(line) }
+        try output.write(object: ["benchmark": "fetch", "bytes": bytes, "seconds": seconds, "rows": rows.map(\.json)])
     }
 
     // MARK: - The asset
@@ -277,6 +280,19 @@ struct Row {
     /// Extra wall time per request at the same concurrency: 1/rate - 1/wrk_rate.
     var overheadMicroseconds: Double? {
         wrk.map { 1e6 / result.requestsPerSecond - 1e6 / $0.requestsPerSecond }
+    }
+
+    /// The row for `--json`.
+    var json: [String: Any] {
+        var object: [String: Any] = [
+            "downloader": name, "concurrency": concurrency, "requests": result.completed,
+            "requestsPerSecond": result.requestsPerSecond, "p50Microseconds": result.percentileMicroseconds(0.5),
+            "p99Microseconds": result.percentileMicroseconds(0.99), "megabytesPerSecond": result.megabytesPerSecond,
+            "connections": connections,
+        ]
+        if let wrk { object["wrkRequestsPerSecond"] = wrk.requestsPerSecond }
+        if let ratio { object["ratioToWrk"] = ratio }
+        return object
     }
 
     var keyValueLine: String {

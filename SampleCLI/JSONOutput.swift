@@ -39,6 +39,12 @@ struct JSONOutput: ParsableArguments {
         }
     }
 
+    /// Writes a report object (a dictionary of JSON values), keys sorted.
+    func write(object: [String: Any]) throws {
+        guard isRequested else { return }
+        try write(JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]))
+    }
+
     /// Writes a report made of JSON lines (one object per item).
     func write(lines: [String]) throws {
         try write(Data(lines.map { $0 + "\n" }.joined().utf8))

@@ -30,13 +30,16 @@ struct CoalesceBench: AsyncParsableCommand {
     @Option(help: "Rounds, each with a new pipeline and URL.")
     var rounds = 5
 
+    @OptionGroup var output: JSONOutput
+
     func run() async throws {
         let jpeg = try BenchImages.photoJPEG(width: 1920, height: 1080, from: "skimage-hubble_deep_field.jpg")
         let server = try await ImageOriginServer.start(port: 0)
         let downloader = HTTPClientDownloader()
         var spreads: [Double] = []
         var countsMissed = false
-        print("round  requests  decodes  failed  spread_ms   (target: 1 request, 1 decode, spread <= 1 ms)")
+        var roundReports: [[String: Any]] = []
+        output.say("round  requests  decodes  failed  spread_ms   (target: 1 request, 1 decode, spread <= 1 ms)")
         for round in 0..<rounds {
             let path = "/coalesce/\(round)/photo.jpg"
             server.setAsset(jpeg, at: path, contentType: "image/jpeg")
@@ -50,13 +53,18 @@ struct CoalesceBench: AsyncParsableCommand {
             let spread = outcome.spreadMilliseconds
             spreads.append(spread)
             if requests != 1 || decodes.count != 1 || outcome.failed > 0 { countsMissed = true }
-            print(String(format: "%5d  %8d  %7d  %6d  %9.3f", round, requests, decodes.count, outcome.failed, spread))
+            output.say(String(format: "%5d  %8d  %7d  %6d  %9.3f", round, requests, decodes.count, outcome.failed, spread))
+            roundReports.append(["round": round, "requests": requests, "decodes": decodes.count, "failed": outcome.failed,
+                                 "spreadMs": spread])
         }
         try await downloader.shutdown()
         try await server.shutdown()
         spreads.sort()
-        print(String(format: "B13 coalesce: %d fetches of one URL: spread p50 %.3f ms, max %.3f ms (target <= 1 ms); counts %@",
-                     fetches, spreads[spreads.count / 2], spreads.last ?? 0, countsMissed ? "MISSED" : "met in every round"))
+        output.say(String(format: "B13 coalesce: %d fetches of one URL: spread p50 %.3f ms, max %.3f ms (target <= 1 ms); counts %@",
+                          fetches, spreads[spreads.count / 2], spreads.last ?? 0, countsMissed ? "MISSED" : "met in every round"))
+        try output.write(object: ["benchmark": "coalesce", "fetches": fetches, "rounds": roundReports,
+                                  "spreadP50Ms": spreads[spreads.count / 2], "spreadMaxMs": spreads.last ?? 0,
+                                  "countsMet": !countsMissed])
         if countsMissed { throw ExitCode(1) }
     }
 
@@ -142,6 +150,8 @@ struct PipelineBench: AsyncParsableCommand {
         valueName: "transport"))
     var transport = PipelineBenchTransport.asyncHTTPClient
 
+    @OptionGroup var output: JSONOutput
+
     /// On loopback a download is over in a millisecond or two, so four at once (TIP's limit, made for a
     /// phone's radio) keep at most a few hundred fetches a second decoding: on many cores the download limit,
     /// not the decoding, would set the rate.
@@ -192,18 +202,25 @@ struct PipelineBench: AsyncParsableCommand {
         let floorCPU = (floorAfter.process - floorBefore.process) / Double(images) * 1e6
         let floorOriginCPU = (floorAfter.originLoops - floorBefore.originLoops) / Double(images) * 1e6
         let plural = threads == 1 ? "" : "s"
-        print(String(format: "anchor:   the same decodes at 256 px from memory on %d thread%@ = %.0f images/s", threads, plural, anchor))
-        print(String(format: "floor:    a hand-written fetch on %d thread%@ (blocking GET, the body written to a new file, the same decode) = %.0f images/s, %.2fx the bare decodes; CPU per image %.0f us (less the origin's %.0f us)",
+        output.say(String(format: "anchor:   the same decodes at 256 px from memory on %d thread%@ = %.0f images/s", threads, plural, anchor))
+        output.say(String(format: "floor:    a hand-written fetch on %d thread%@ (blocking GET, the body written to a new file, the same decode) = %.0f images/s, %.2fx the bare decodes; CPU per image %.0f us (less the origin's %.0f us)",
                      threads, plural, floor, floor / anchor, floorCPU - floorOriginCPU, floorOriginCPU))
-        print(String(format: "CPU per image: the pipeline %.0f us (its process, less the loopback origin's %.0f us), the bare decodes %.0f us: %.2fx",
+        output.say(String(format: "CPU per image: the pipeline %.0f us (its process, less the loopback origin's %.0f us), the bare decodes %.0f us: %.2fx",
                      pipelineCPU - originCPU, originCPU, anchorCPU, anchorCPU / max(pipelineCPU - originCPU, 1)))
         if let fetchStart = cpu.before.cores, let fetchEnd = cpu.after.cores, let decodeStart = anchorBefore.cores,
            let decodeEnd = anchorAfter.cores, let floorStart = floorBefore.cores, let floorEnd = floorAfter.cores {
             printCoreShares(fetching: fetchEnd.shares(since: fetchStart), handWritten: floorEnd.shares(since: floorStart),
                             decoding: decodeEnd.shares(since: decodeStart))
         }
-        print(String(format: "B12 pipeline: %.0f images/s, %.2fx the direct decodes on %d thread%@ (targets: >= 250 images/s on two cores, >= 0.85x); %.2fx the hand-written fetch",
+        output.say(String(format: "B12 pipeline: %.0f images/s, %.2fx the direct decodes on %d thread%@ (targets: >= 250 images/s on two cores, >= 0.85x); %.2fx the hand-written fetch",
                      rate, rate / anchor, threads, plural, rate / floor))
+        try output.write(object: [
+            "benchmark": "pipeline", "images": images, "threads": threads, "imagesPerSecond": rate,
+            "anchorImagesPerSecond": anchor, "floorImagesPerSecond": floor, "ratioToAnchor": rate / anchor,
+            "ratioToFloor": rate / floor,
+            "cpuPerImageMicroseconds": ["pipeline": pipelineCPU - originCPU, "origin": originCPU, "anchor": anchorCPU,
+                                        "floor": floorCPU - floorOriginCPU],
+        ])
     }
 
     /// How busy the cores were while the pipeline fetched, while the hand-written fetch ran and while decoding
@@ -218,7 +235,7 @@ struct PipelineBench: AsyncParsableCommand {
             line += String(format: " (taken by the hypervisor: %.0f%%, %.0f%% and %.0f%%)", fetching.steal * 100,
                            handWritten.steal * 100, decoding.steal * 100)
         }
-        print(line)
+        output.say(line)
     }
 
     /// Images/s of a cold pipeline with `threads` decode slots fetching every image once, and the process's
@@ -246,11 +263,11 @@ struct PipelineBench: AsyncParsableCommand {
         }
         guard failures == 0 else { throw CommandFailure("\(failures) of \(images) fetches failed") }
         let rate = Double(images) / seconds
-        print(String(format: "pipeline: %d images in %.2f s = %.0f images/s with %d decode slot%@ and %d downloads (disk cache: %.1f MB written)",
+        output.say(String(format: "pipeline: %d images in %.2f s = %.0f images/s with %d decode slot%@ and %d downloads (disk cache: %.1f MB written)",
                      images, seconds, rate, threads, threads == 1 ? "" : "s", downloadSlots, Double(diskBytes) / 1e6))
         if breakdown {
-            printStageBreakdown(images: images, stages: stages.totals, before: cpu.0, after: cpu.1)
-            printDecodesAtOnce(stages.decodesAtOnceTotals)
+            printStageBreakdown(images: images, stages: stages.totals, before: cpu.0, after: cpu.1, output: output)
+            printDecodesAtOnce(stages.decodesAtOnceTotals, output: output)
         }
         return (rate, (cpu.0, cpu.1))
     }

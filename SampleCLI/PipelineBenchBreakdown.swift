@@ -82,7 +82,8 @@ struct ProcessCPUSnapshot {
 }
 
 /// Prints CPU time per image by stage, for `images` fetches between `before` and `after`.
-func printStageBreakdown(images: Int, stages: [String: Int64], before: ProcessCPUSnapshot, after: ProcessCPUSnapshot) {
+func printStageBreakdown(images: Int, stages: [String: Int64], before: ProcessCPUSnapshot, after: ProcessCPUSnapshot,
+                         output: JSONOutput) {
     let perImage = { (seconds: Double) in seconds / Double(max(images, 1)) * 1e6 }
     let total = after.process - before.process
     let client = after.clientLoops - before.clientLoops
@@ -90,26 +91,26 @@ func printStageBreakdown(images: Int, stages: [String: Int64], before: ProcessCP
     let staged = Double(stages.values.reduce(0, +)) / 1e9
     let row = { (name: String, seconds: Double) in
         let share = String(format: "%8.0f  %5.1f%%", perImage(seconds), seconds / max(total, 1e-9) * 100)
-        print("  " + name.padding(toLength: 16, withPad: " ", startingAt: 0) + share)
+        output.say("  " + name.padding(toLength: 16, withPad: " ", startingAt: 0) + share)
     }
-    print("CPU per image (microseconds), where it went:")
+    output.say("CPU per image (microseconds), where it went:")
     for stage in PipelineStage.allCases { row(stage.rawValue, Double(stages[stage.rawValue] ?? 0) / 1e9) }
     row("client loops", client)
     row("other", max(total - client - origin - staged, 0))
     row("origin loops", origin)
-    print("  " + "total".padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: "%8.0f  (the whole process)", perImage(total)))
-    print("  client loops: SwiftNIO's threads of the HTTP client (receiving); origin loops: the loopback origin's own")
-    print("  threads (sending), which a real server would not spend; other: the rest of the process (queue hops, locks,")
-    print("  the download coordinator and bookkeeping outside the stages).")
+    output.say("  " + "total".padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: "%8.0f  (the whole process)", perImage(total)))
+    output.say("  client loops: SwiftNIO's threads of the HTTP client (receiving); origin loops: the loopback origin's own")
+    output.say("  threads (sending), which a real server would not spend; other: the rest of the process (queue hops, locks,")
+    output.say("  the download coordinator and bookkeeping outside the stages).")
 }
 
 /// Prints the share of the time from the first decode's start to the last one's end during which each number
 /// of decodes ran at once.
-func printDecodesAtOnce(_ totals: [Int: Int64]) {
+func printDecodesAtOnce(_ totals: [Int: Int64], output: JSONOutput) {
     let whole = Double(totals.values.reduce(0, +))
     guard whole > 0 else { return }
     let shares = totals.sorted { $0.key < $1.key }
         .map { String(format: "%d: %.0f%%", $0.key, Double($0.value) / whole * 100) }
-    print("decodes at once, share of the time from the first decode's start to the last one's end: "
+    output.say("decodes at once, share of the time from the first decode's start to the last one's end: "
           + shares.joined(separator: ", "))
 }

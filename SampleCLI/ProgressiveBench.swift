@@ -36,6 +36,8 @@ struct ProgressiveBench: ParsableCommand {
     @Option(help: ArgumentHelp("Target of the first-preview measurement (fit).", valueName: "PIXELS"))
     var target = 500
 
+    @OptionGroup var output: JSONOutput
+
     mutating func run() throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: file))
         let name = (file as NSString).lastPathComponent
@@ -51,7 +53,7 @@ struct ProgressiveBench: ParsableCommand {
             _ = try session.append(prefix)
             previewSize = try session.render(.anyProgress, target: sizing)?.dimensions ?? PixelSize(width: 0, height: 0)
         }
-        print("\(name)\tfirst_preview\tbytes=\(prefix.count)\tout=\(previewSize)\tmedian_ms=\(String(format: "%.3f", first))")
+        output.say("\(name)\tfirst_preview\tbytes=\(prefix.count)\tout=\(previewSize)\tmedian_ms=\(String(format: "%.3f", first))")
         if let prefixFile = ProcessInfo.processInfo.environment["IPK_WRITE_PREFIX"] {
             try prefix.write(to: URL(fileURLWithPath: prefixFile))
         }
@@ -75,6 +77,11 @@ struct ProgressiveBench: ParsableCommand {
             _ = try session.finish()
             _ = try session.render(.completeImage, target: .original)
         }
-        print("\(name)\tall\tpreviews=\(rendered)\tmedian_ms=\(String(format: "%.3f", all))")
+        output.say("\(name)\tall\tpreviews=\(rendered)\tmedian_ms=\(String(format: "%.3f", all))")
+        try output.write(object: [
+            "benchmark": "progressive", "file": name,
+            "firstPreview": ["bytes": prefix.count, "width": previewSize.width, "height": previewSize.height, "medianMs": first],
+            "all": ["previews": rendered, "medianMs": all],
+        ])
     }
 }

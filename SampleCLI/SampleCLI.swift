@@ -13,7 +13,7 @@ struct SampleCLI: AsyncParsableCommand {
             decode, bench, serve (the loopback origin the tests use); fleet runs worker processes against one \
             origin with and without a Redis shared tier.
 
-            Every command that reports takes --json (the JSON on standard output, the text on standard error) and \
+            Every command that reports (bench included) takes --json (the JSON on standard output, the text on standard error) and \
             --json-file FILE (the JSON to a file). Exit status: 0 on success, 1 when the work failed (one line on \
             standard error says why), 64 for a usage error (with the usage text).
             """,

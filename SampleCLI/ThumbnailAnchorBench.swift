@@ -31,6 +31,8 @@ struct ThumbnailAnchorBench: ParsableCommand {
     @Option(help: "Times through the whole list.")
     var rounds = 1
 
+    @OptionGroup var output: JSONOutput
+
     func validate() throws {
         guard threads > 0, size > 0, (1...100).contains(quality), rounds > 0, !files.isEmpty else {
             throw ValidationError("--threads, --size and --rounds must be positive, --quality 1...100, and files given")
@@ -62,7 +64,9 @@ struct ThumbnailAnchorBench: ParsableCommand {
         let seconds = (ContinuousClock.now - started) / .seconds(1)
         let failed = failures.withLock { $0 }
         guard failed.isEmpty else { throw BenchError("\(failed.count) thumbnails failed, first: \(failed[0])") }
-        print("thumbnails \(total) threads \(threads) seconds \(String(format: "%.3f", seconds))")
-        print("images/s \(String(format: "%.1f", Double(total) / seconds))")
+        output.say("thumbnails \(total) threads \(threads) seconds \(String(format: "%.3f", seconds))")
+        output.say("images/s \(String(format: "%.1f", Double(total) / seconds))")
+        try output.write(object: ["benchmark": "thumbnail-anchor", "thumbnails": total, "threads": threads, "seconds": seconds,
+                                  "imagesPerSecond": Double(total) / seconds, "size": size, "quality": quality])
     }
 }

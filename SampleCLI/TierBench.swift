@@ -28,6 +28,8 @@ struct TierBench: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Use this Redis instead of a private redis-server.", valueName: "URL"))
     var redis: String?
 
+    @OptionGroup var output: JSONOutput
+
     mutating func run() async throws {
         let server = redis == nil ? try await LocalRedisServer.start() : nil
         var configuration = try RedisConfiguration(url: redis ?? server?.url ?? "")
@@ -78,11 +80,17 @@ struct TierBench: AsyncParsableCommand {
         await client.close()
         await server?.stop()
         let medians = [raw, tier, tierSigned, diskHit].map { $0.sorted()[$0.count / 2] }
-        print("image: \(image.count) bytes (\(side)x\(side) JPEG), \(iterations) rounds, one connection")
-        print(String(format: "raw GET            median %8.1f us", medians[0]))
-        print(String(format: "tier hit           median %8.1f us   %.2fx raw", medians[1], medians[1] / medians[0]))
-        print(String(format: "tier hit (signed)  median %8.1f us   %.2fx raw", medians[2], medians[2] / medians[0]))
-        print(String(format: "disk hit           median %8.1f us   %.2fx raw", medians[3], medians[3] / medians[0]))
+        output.say("image: \(image.count) bytes (\(side)x\(side) JPEG), \(iterations) rounds, one connection")
+        output.say(String(format: "raw GET            median %8.1f us", medians[0]))
+        output.say(String(format: "tier hit           median %8.1f us   %.2fx raw", medians[1], medians[1] / medians[0]))
+        output.say(String(format: "tier hit (signed)  median %8.1f us   %.2fx raw", medians[2], medians[2] / medians[0]))
+        output.say(String(format: "disk hit           median %8.1f us   %.2fx raw", medians[3], medians[3] / medians[0]))
+        try output.write(object: [
+            "benchmark": "tier", "imageBytes": image.count, "rounds": iterations,
+            "medianMicroseconds": ["rawGet": medians[0], "tierHit": medians[1], "signedTierHit": medians[2], "diskHit": medians[3]],
+            "ratioToRawGet": ["tierHit": medians[1] / medians[0], "signedTierHit": medians[2] / medians[0],
+                              "diskHit": medians[3] / medians[0]],
+        ])
     }
 }
 
