@@ -207,6 +207,12 @@ struct PipelineBench: AsyncParsableCommand {
                      threads, plural, floor, floor / anchor, floorCPU - floorOriginCPU, floorOriginCPU))
         output.say(String(format: "CPU per image: the pipeline %.0f us (its process, less the loopback origin's %.0f us), the bare decodes %.0f us: %.2fx",
                      pipelineCPU - originCPU, originCPU, anchorCPU, anchorCPU / max(pipelineCPU - originCPU, 1)))
+        let pipelineSwitches = cpu.after.switchesPerImage(since: cpu.before, images: images)
+        let floorSwitches = floorAfter.switchesPerImage(since: floorBefore, images: images)
+        let anchorSwitches = anchorAfter.switchesPerImage(since: anchorBefore, images: images)
+        output.say(String(format: "context switches per image (wake-ups, then preemptions; the origin's threads left out): the pipeline %.1f + %.1f, the hand-written fetch %.1f + %.1f, the bare decodes %.1f + %.1f",
+                          pipelineSwitches.voluntary, pipelineSwitches.involuntary, floorSwitches.voluntary,
+                          floorSwitches.involuntary, anchorSwitches.voluntary, anchorSwitches.involuntary))
         if let fetchStart = cpu.before.cores, let fetchEnd = cpu.after.cores, let decodeStart = anchorBefore.cores,
            let decodeEnd = anchorAfter.cores, let floorStart = floorBefore.cores, let floorEnd = floorAfter.cores {
             printCoreShares(fetching: fetchEnd.shares(since: fetchStart), handWritten: floorEnd.shares(since: floorStart),
@@ -220,6 +226,10 @@ struct PipelineBench: AsyncParsableCommand {
             "ratioToFloor": rate / floor,
             "cpuPerImageMicroseconds": ["pipeline": pipelineCPU - originCPU, "origin": originCPU, "anchor": anchorCPU,
                                         "floor": floorCPU - floorOriginCPU],
+            "voluntarySwitchesPerImage": ["pipeline": pipelineSwitches.voluntary, "floor": floorSwitches.voluntary,
+                                          "anchor": anchorSwitches.voluntary],
+            "involuntarySwitchesPerImage": ["pipeline": pipelineSwitches.involuntary, "floor": floorSwitches.involuntary,
+                                            "anchor": anchorSwitches.involuntary],
         ])
     }
 

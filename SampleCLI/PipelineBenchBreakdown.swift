@@ -52,14 +52,50 @@ struct ProcessCPUSnapshot {
     var originLoops: Double
     /// What the cores the process may run on did (see ``CoreTimes``).
     var cores: CoreTimes?
+    /// Context switches of the whole process: voluntary ones (a thread blocked, and was woken later: one
+    /// wake-up each) and involuntary ones (a thread was preempted).
+    var voluntarySwitches = 0
+    var involuntarySwitches = 0
+    /// The same, of the loopback origin's event-loop threads alone (a real server's origin is elsewhere).
+    var originVoluntarySwitches = 0
+    var originInvoluntarySwitches = 0
 
     static func now() -> ProcessCPUSnapshot {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let process = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        let origin = threadSwitches(namedWith: "NIO-ELT-")
         return ProcessCPUSnapshot(process: process, clientLoops: threadSeconds(namedWith: "NIO-SGLTN-"),
-                                  originLoops: threadSeconds(namedWith: "NIO-ELT-"), cores: CoreTimes.now())
+                                  originLoops: threadSeconds(namedWith: "NIO-ELT-"), cores: CoreTimes.now(),
+                                  voluntarySwitches: usage.ru_nvcsw, involuntarySwitches: usage.ru_nivcsw,
+                                  originVoluntarySwitches: origin.voluntary, originInvoluntarySwitches: origin.involuntary)
+    }
+
+    /// Context switches per image between `before` and this snapshot, the loopback origin's threads left out.
+    func switchesPerImage(since before: ProcessCPUSnapshot, images: Int) -> (voluntary: Double, involuntary: Double) {
+        let count = Double(max(images, 1))
+        let voluntary = (voluntarySwitches - before.voluntarySwitches) - (originVoluntarySwitches - before.originVoluntarySwitches)
+        let involuntary = (involuntarySwitches - before.involuntarySwitches)
+            - (originInvoluntarySwitches - before.originInvoluntarySwitches)
+        return (Double(voluntary) / count, Double(involuntary) / count)
+    }
+
+    /// The voluntary and involuntary context switches of the threads whose names start with `prefix`, from
+    /// `/proc/self/task/N/status`.
+    private static func threadSwitches(namedWith prefix: String) -> (voluntary: Int, involuntary: Int) {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.reduce((0, 0)) { total, task in
+            guard let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
+                  name.hasPrefix(prefix),
+                  let status = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8)
+            else { return total }
+            func field(_ key: String) -> Int {
+                status.split(separator: "\n").first { $0.hasPrefix(key) }
+                    .flatMap { Int($0.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") } ?? 0
+            }
+            return (total.0 + field("voluntary_ctxt_switches:"), total.1 + field("nonvoluntary_ctxt_switches:"))
+        }
     }
 
     /// The CPU seconds of the threads whose names start with `prefix` (event loops live as long as their
