@@ -33,7 +33,7 @@ sys.path.insert(0, HERE)
 import load  # noqa: E402
 import peers  # noqa: E402
 import quality  # noqa: E402
-from procs import MemorySampler, Processes, stop_pidfile  # noqa: E402
+from procs import ForeignCpu, MemorySampler, Processes, stop_pidfile  # noqa: E402
 
 GROUPS = ("thumbor", "imagefilter", "vips", "static", "service")
 
@@ -105,11 +105,13 @@ def run_case(case, target, ctx, s, workdir):
         mode, connections, threads, seconds = "loop", s.overload_connections, s.overload_connections, s.seconds
     else:
         raise ValueError(case)
-    with MemorySampler(target.roots) as memory:
+    origin = ctx.processes.started["origin"].pid
+    with ForeignCpu(target.roots + [origin]) as foreign, MemorySampler(target.roots) as memory:
         figures, raw = load.run_wrk(ctx.processes, target.base, paths, mode, workdir, name, connections, threads,
                                     seconds, s.timeout_s)
     result.update(figures)
     result.update(memory.result())
+    result["foreign_cpu_share"] = foreign.share
     result["connections"] = connections
     result["wrk_output"] = raw
     return result
@@ -258,7 +260,8 @@ def brief(case):
     if "mean_psnr_db" in case:
         return f"{case['ok_200']}/{case['images']} ok, {case['mean_bytes']} B mean, PSNR {case['mean_psnr_db']} dB"
     return (f"{case['images_per_s']} images/s, p50 {case['p50_ms']} ms, p99 {case['p99_ms']} ms, "
-            f"non-2xx {case['non_2xx']}, timeouts {case['timeouts']}, peak RSS {case['peak_rss_mb']} MB")
+            f"non-2xx {case['non_2xx']}, timeouts {case['timeouts']}, peak RSS {case['peak_rss_mb']} MB, "
+            f"foreign CPU {100 * case['foreign_cpu_share']:.0f}%")
 
 
 if __name__ == "__main__":

@@ -265,6 +265,48 @@ class MemorySampler:
         }
 
 
+class ForeignCpu:
+    """How much CPU something outside the benchmark used during a case: all CPUs' busy time (/proc/stat)
+    minus what the given process trees (the peer, the origin) and this Python with its finished children
+    (wrk) used. A build or a test running beside the benchmark shows up here; a case with a large share is
+    not comparable with one without."""
+
+    def __init__(self, roots):
+        self.roots = roots
+        self.share = None
+
+    def _snapshot(self):
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        # user + nice + system: time in processes. Interrupts and softirqs (the loopback network, mostly ours
+        # at 50,000 requests/s) are left out, and so are kernel threads (ksoftirqd, kworkers), counted as ours
+        # below: what is left is other user-space programs, the compilers and tests this is looking for.
+        busy = fields[0] + fields[1] + fields[2]
+        ours = 0
+        kernel_threads = {pid for pid, ppid in _parents().items() if ppid == 2}
+        for pid in {p for root in self.roots for p in tree(root)} | kernel_threads:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+                rest = stat[stat.rindex(")") + 2:].split()
+                ours += int(rest[11]) + int(rest[12])  # utime, stime (fields 14 and 15)
+            except (OSError, ValueError, IndexError):
+                pass
+        t = os.times()
+        mine = (t.user + t.system + t.children_user + t.children_system) * os.sysconf("SC_CLK_TCK")
+        return busy, ours + mine, sum(fields), time.monotonic()
+
+    def __enter__(self):
+        self.start = self._snapshot()
+        return self
+
+    def __exit__(self, *exc):
+        busy0, ours0, total0, _ = self.start
+        busy1, ours1, total1, _ = self._snapshot()
+        foreign = max(0, (busy1 - busy0) - (ours1 - ours0))
+        self.share = round(foreign / max(1, total1 - total0), 3)
+
+
 def _field_kb(path, key):
     try:
         with open(path) as f:

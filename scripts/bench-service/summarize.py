@@ -184,7 +184,17 @@ def summarize(runs):
             if b is not None]
     if busy and max(busy) > 15:
         out.append(f"- warning: something else kept the CPUs {span(busy, 'mb')}% busy just before or after a run "
-                   f"(2 s samples); the figures of that run are low")
+                   f"(2 s samples)")
+    disturbed = []
+    for r in runs:
+        for name, t in r.get("targets", {}).items():
+            for case, f in t.get("cases", {}).items():
+                share = f.get("foreign_cpu_share")
+                if share is not None and share > 0.05:
+                    disturbed.append(f"run {r['run']} {LABELS.get(name, name)} {case} {100 * share:.0f}%")
+    if disturbed:
+        out.append("- warning: CPU used by processes outside the benchmark during a case (those figures are low "
+                   "and not comparable): " + "; ".join(disturbed))
     binaries = {json.dumps(r.get("service_binary"), sort_keys=True) for r in runs if r.get("service_binary")}
     for b in sorted(binaries):
         b = json.loads(b)
