@@ -155,7 +155,8 @@ let package = Package(
             resources: [.copy("Images")]
         ),
         // Helpers the test targets share (recorders, a problem log, bounded waiting, offloading blocking work).
-        .target(name: "TestSupport", dependencies: ["ImagePipelineKit", "PipelineLocking"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ImagePipelineKit", "PipelineLocking", .product(name: "Logging", package: "swift-log")],
+                path: "Tests/TestSupport"),
         .testTarget(
             name: "ImagePipelineKitTests",
             dependencies: [

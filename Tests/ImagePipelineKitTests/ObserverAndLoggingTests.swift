@@ -12,24 +12,6 @@ final class StoreRecorder: ImagePipelineObserver, Sendable {
     }
 }
 
-/// A swift-log handler that keeps messages in memory, each with its metadata flattened into the text
-/// (`message key=value …`, keys sorted).
-struct CapturingLogHandler: LogHandler {
-    let messages: Recorded<(Logger.Level, String)>
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) {
-        let all = metadata.merging(event.metadata ?? [:]) { $1 }
-        let fields = all.keys.sorted().map { "\($0)=\(all[$0]!)" }
-        messages.append((event.level, ([event.message.description] + fields).joined(separator: " ")))
-    }
-}
-
-
 @Suite("Observers, the store notification, logging and global inspection")
 struct ObserverAndLoggingTests {
     let configuration: GlobalConfiguration = {

@@ -93,7 +93,7 @@ struct RedisClientTests {
     @Test("The client logs its connection and the circuit breaker's trips, and times each command")
     func logsAndTimes() async throws {
         let messages = Recorded<(Logger.Level, String)>()
-        var logger = Logger(label: "redis-test") { _ in RecordingLogHandler(messages: messages) }
+        var logger = Logger(label: "redis-test") { _ in CapturingLogHandler(messages: messages) }
         logger.logLevel = .trace
         let metrics = TestMetrics()
         let server = try await LocalRedisServer.start()
@@ -172,16 +172,3 @@ struct RedisClientTests {
     }
 }
 
-/// A swift-log handler that keeps each message, with its metadata, in memory.
-private struct RecordingLogHandler: LogHandler {
-    let messages: Recorded<(Logger.Level, String)>
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) {
-        messages.append((event.level, "\(event.message) \(event.metadata ?? [:])"))
-    }
-}
