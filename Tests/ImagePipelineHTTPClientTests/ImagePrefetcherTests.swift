@@ -25,9 +25,10 @@ struct ImagePrefetcherTests {
             let log = PriorityRecordingDownloader.Log()
             let base = HTTPClientDownloader()
             h.configuration.imageDownloader = PriorityRecordingDownloader(base: base, log: log)
-            // Slow enough (about 1.5 s for the image) that the view's fetch comes while the prefetch still
-            // downloads, even on a machine busy with other tests.
-            let request = Self.serveCopies(h, count: 1, bytesPerSecond: 80_000)[0]
+            // Slow enough (about 4 s for the image) that the view's fetch comes while the prefetch still
+            // downloads, even on a machine busy with other tests (at 1.5 s, a full test run once finished the
+            // prefetch first).
+            let request = Self.serveCopies(h, count: 1, bytesPerSecond: 30_000)[0]
             let prefetcher = ImagePrefetcher(pipeline: h.pipeline)
 
             prefetcher.startPrefetching(with: [request])
