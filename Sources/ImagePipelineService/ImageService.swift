@@ -95,6 +95,10 @@ public final class ImageService: Sendable {
             metrics.resultCacheHit(tier: tier)
             return response(entry, request: request, negotiated: negotiated, tier: tier.rawValue)
         }
+        // Shed at once when no render could start or wait: no task, no deadline timer, no hop.
+        if admission.isFull && !coalescing.isRendering(key) {
+            return .failure(.overloaded(retryAfterSeconds: configuration.limits.retryAfterSeconds))
+        }
         let outcome = await withDeadline(configuration.limits.requestDeadline) { [self] () async throws(ServiceError) -> ImageServiceResponse in
             let (result, isShared) = await coalescing.value(for: key) { [self] in
                 await render(thumbnail, url: url, choice: choice, key: key)

@@ -24,6 +24,12 @@ final class RenderAdmission: Sendable {
     /// Renders running now, and waiting.
     var counts: (running: Int, waiting: Int) { state.withLock { ($0.running, $0.waiting.count) } }
 
+    /// Whether a render asking now would be refused: every slot taken and the line full. A request checks this
+    /// before anything else of a render, so that a refusal costs no task and no wait.
+    var isFull: Bool {
+        state.withLock { $0.running >= maxRunning && $0.waiting.count >= maxWaiting }
+    }
+
     /// Runs `body` once a slot is free.
     /// - Throws: ``ServiceError/overloaded(retryAfterSeconds:)`` when the line is full, or
     ///   ``ServiceError/gatewayTimeout`` when the task is cancelled while waiting (its deadline passed).

@@ -9,6 +9,11 @@ import PipelineLocking
 final class RenderCoalescing<Value: Sendable>: Sendable {
     private let inFlight = Locked([String: Task<Result<Value, ServiceError>, Never>]())
 
+    /// Whether a render for `key` is running (a request for it joins that render and needs no slot).
+    func isRendering(_ key: String) -> Bool {
+        inFlight.withLock { $0[key] != nil }
+    }
+
     /// The result of the render for `key`: a running one's, or `render`'s, started now. `isShared` says which.
     func value(for key: String, render: @escaping @Sendable () async -> Result<Value, ServiceError>)
         async -> (result: Result<Value, ServiceError>, isShared: Bool) {
