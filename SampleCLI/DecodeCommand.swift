@@ -53,9 +53,10 @@ struct DecodeCommand: ParsableCommand {
             let report = decode(file, target: targetSizing, writeTo: outputs.path(for: file, index: index))
             if report.failed { failures += 1 }
             output.say(report.textLine())
-            lines.append(report.jsonLine())
+            let line = report.jsonLine()
+            lines.append(line)
             // One line per file as it is decoded: a crash on the next file leaves the earlier reports out.
-            if output.json { FileHandle.standardOutput.write(Data((report.jsonLine() + "\n").utf8)) }
+            if output.json { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
         }
         try output.writeFile(Data(lines.map { $0 + "\n" }.joined().utf8))
         if failures > 0 { throw ExitCode(1) }

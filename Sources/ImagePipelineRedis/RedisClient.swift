@@ -161,9 +161,7 @@ private struct RedisCommandTimers: Sendable {
     let factory: (any MetricsFactory)?
 
     func record(_ command: String, ok: Bool, since started: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - started
-        let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
         Timer(label: "image_pipeline_redis_command_duration", dimensions: [("command", command), ("result", ok ? "ok" : "failed")],
-              factory: factory ?? MetricsSystem.factory).recordNanoseconds(nanoseconds)
+              factory: factory ?? MetricsSystem.factory).recordSeconds((ContinuousClock.now - started) / .seconds(1))
     }
 }

@@ -51,7 +51,7 @@ public final class ImageService: Sendable {
         metrics.requestFinished(status: response.status, duration: duration, shed: response.status == 503)
         var metadata: Logger.Metadata = [
             "request-id": .string(request.requestID), "status": .stringConvertible(response.status),
-            "duration-ms": .stringConvertible((duration.seconds * 1000).rounded()),
+            "duration-ms": .stringConvertible((duration / .milliseconds(1)).rounded()),
             "cache": .string(response.cacheTier ?? "none"),
         ]
         if let host = response.sourceHost { metadata["source-host"] = .string(host) }

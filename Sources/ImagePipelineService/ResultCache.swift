@@ -72,7 +72,7 @@ final class ResultCache: Sendable {
 
     private static func entry(_ cached: CachedImageData) -> Entry? {
         guard let metadata = cached.httpMetadata, let entityTag = metadata.entityTag, let lastModified = metadata.lastModified,
-              let format = OutputFormat(sniffing: cached.data)
+              let format = ImageType.detect(magicNumbersOf: cached.data).flatMap(OutputFormat.init)
         else { return nil }
         return Entry(data: cached.data, format: format, dimensions: cached.dimensions, entityTag: entityTag,
                      lastModified: lastModified)

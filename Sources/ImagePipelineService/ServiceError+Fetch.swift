@@ -6,7 +6,7 @@ extension ServiceError {
     /// a 422.
     init(fetchError error: FetchError) {
         if let status = error.httpStatusCode {
-            self = status == 404 || status == 410 ? .sourceNotFound : .badGateway("the origin answered \(status)")
+            self.init(originStatus: status)
             return
         }
         switch error.underlying {
@@ -15,7 +15,7 @@ extension ServiceError {
         case let download as ImageDownloadError:
             switch download {
             case .download(let underlying): self.init(downloadError: underlying)
-            case .httpStatus(let status): self = status == 404 || status == 410 ? .sourceNotFound : .badGateway("the origin answered \(status)")
+            case .httpStatus(let status): self.init(originStatus: status)
             case .cancelled: self = .gatewayTimeout
             default: self = .badGateway("\(download)")
             }
@@ -32,6 +32,11 @@ extension ServiceError {
             default: self = .badGateway("\(error)")
             }
         }
+    }
+
+    /// The origin's error status: 404 and 410 stay a 404, any other is a 502.
+    private init(originStatus status: Int) {
+        self = status == 404 || status == 410 ? .sourceNotFound : .badGateway("the origin answered \(status)")
     }
 
     private init(downloadError: DownloadError) {

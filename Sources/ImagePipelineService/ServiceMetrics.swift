@@ -31,7 +31,7 @@ final class ServiceMetrics: Sendable {
     func requestFinished(status: Int, duration elapsed: Duration, shed wasShed: Bool) {
         inFlightGauge.record(inFlight.withLock { $0 -= 1; return $0 })
         Counter(label: "image_service_requests_total", dimensions: [("status", String(status))]).increment()
-        duration.recordNanoseconds(elapsed.nanoseconds)
+        duration.recordSeconds(elapsed / .seconds(1))
         if wasShed { shed.increment() }
     }
 
@@ -45,8 +45,4 @@ final class ServiceMetrics: Sendable {
         fetchTime.recordSeconds(rendered.fetchSeconds)
         encodeTime.recordSeconds(rendered.encodeSeconds)
     }
-}
-
-extension Duration {
-    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }

@@ -76,7 +76,7 @@ struct ThumbnailRenderer: Sendable {
         }
         let finishedAt = ContinuousClock.now
         return Rendered(data: data, format: format, dimensions: geometry.output, sourceTier: fetched.source,
-                        fetchSeconds: (fetchedAt - started).seconds, encodeSeconds: (finishedAt - fetchedAt).seconds)
+                        fetchSeconds: (fetchedAt - started) / .seconds(1), encodeSeconds: (finishedAt - fetchedAt) / .seconds(1))
     }
 
     private func fetch(_ url: URL, sizing: TargetSizing) async throws(ServiceError) -> FetchResult {
@@ -139,14 +139,7 @@ struct ThumbnailRenderer: Sendable {
         guard let data = pipeline.memoryCache.entry(for: identifier)?.complete?.data
                 ?? pipeline.diskCache?.peek(identifier: identifier)?.data
         else { return nil }
-        return switch OutputFormat(sniffing: data) {
-        case .jpeg?: .jpeg
-        case .png?: .png
-        case .gif?: .gif
-        case .webp?: .webp
-        case .avif?: .avif
-        case nil: nil
-        }
+        return ImageType.detect(magicNumbersOf: data)
     }
 
     /// Runs a pixel edit or an encode, turning a codec failure into a 422 and an allocation refusal into a 413.
@@ -162,8 +155,4 @@ struct ThumbnailRenderer: Sendable {
             throw .undecodableSource("\(error)")
         }
     }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -38,21 +38,15 @@ public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
         }
     }
 
-    /// The format of encoded `data`, by its first bytes.
-    public init?(sniffing data: Data) {
-        let head = [UInt8](data.prefix(12))
-        if head.starts(with: [0xFF, 0xD8, 0xFF]) {
-            self = .jpeg
-        } else if head.starts(with: [0x89, 0x50, 0x4E, 0x47]) {
-            self = .png
-        } else if head.starts(with: Array("GIF8".utf8)) {
-            self = .gif
-        } else if head.count == 12, head.starts(with: Array("RIFF".utf8)), Array(head[8..<12]) == Array("WEBP".utf8) {
-            self = .webp
-        } else if head.count == 12, Array(head[4..<12]) == Array("ftypavif".utf8) {
-            self = .avif
-        } else {
-            return nil
+    /// The format of an image type, when the service can be asked for it.
+    public init?(_ type: ImageType) {
+        switch type {
+        case .jpeg: self = .jpeg
+        case .png: self = .png
+        case .webp: self = .webp
+        case .avif: self = .avif
+        case .gif: self = .gif
+        default: return nil
         }
     }
 

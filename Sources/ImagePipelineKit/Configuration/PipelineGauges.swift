@@ -43,8 +43,7 @@ extension GlobalConfiguration {
                 sampler = nil
                 guard let interval = newValue, interval > .zero else { return }
                 let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
-                let nanoseconds = Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
-                timer.schedule(deadline: .now(), repeating: .nanoseconds(nanoseconds))
+                timer.schedule(deadline: .now(), repeating: .nanoseconds(Int(interval.nanoseconds)))
                 timer.setEventHandler { [weak self] in self?.recordGauges() }
                 timer.resume()
                 sampler = GaugeSampler(timer: timer, interval: interval)

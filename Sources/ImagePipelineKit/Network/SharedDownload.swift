@@ -296,10 +296,11 @@ final class SharedDownload: @unchecked Sendable {
             outcome = { _ in .failure(failure, partial: nil) }
         }
         let fetches = attachments
-        let failed = if case .failure = outcome(true) { true } else { false }
+        let ownerOutcome = outcome(true)
+        let failed = if case .failure = ownerOutcome { true } else { false }
         coordinator.configurationForMetrics.recordDownloadDuration(.now - sentAt, complete: !failed)
         _queue_finish(cancellingTask: false)
-        for (index, attachment) in fetches.enumerated() { _queue_deliver(outcome(index == 0), to: attachment) }
+        for (index, attachment) in fetches.enumerated() { _queue_deliver(index == 0 ? ownerOutcome : outcome(false), to: attachment) }
     }
 
     // MARK: - Suspending
