@@ -4,11 +4,13 @@ import Foundation
 public struct RenderedImage: Sendable {
     /// The image at its rendered size, shared by reference (a hit never copies pixels).
     public var image: ImageContainer {
-        didSet { dimensions = image.dimensions }
+        didSet { (dimensions, isAnimated) = (image.dimensions, image.isAnimated) }
     }
     /// `image.dimensions`, kept beside it: a lookup compares sizes without following the image's frames to
     /// its bitmap (two dependent memory loads per rendition, most of a hit's cost on a large cache).
     public private(set) var dimensions: PixelSize
+    /// `image.isAnimated`, kept beside it for the same reason.
+    public private(set) var isAnimated: Bool
     /// Identifier of the transformer that produced it, `nil` when untransformed.
     public var transformerIdentifier: String?
     /// Dimensions of the source it was rendered from.
@@ -26,10 +28,19 @@ public struct RenderedImage: Sendable {
                 url: URL? = nil) {
         self.image = image
         self.dimensions = image.dimensions
+        self.isAnimated = image.isAnimated
         self.transformerIdentifier = transformerIdentifier
         self.sourceDimensions = sourceDimensions
         self.isDirty = isDirty
         self.url = url
+    }
+
+    /// Whether this rendition already is what `target` asks for: scaling it would change nothing. An animation
+    /// smaller than the target also is, when it has its source's size: animations are never enlarged
+    /// (``TargetSizing/scaledSize(ofAnimation:)``).
+    func isWhat(_ target: TargetSizing) -> Bool {
+        if target.isSatisfied(by: dimensions) { return true }
+        return isAnimated && dimensions == target.scaledSize(ofAnimation: sourceDimensions)
     }
 }
 
@@ -100,7 +111,7 @@ public final class RenderedCache: Sendable {
     public func image(for identifier: String, target: TargetSizing, transformerIdentifier: String? = nil) -> RenderedImage? {
         guard target.scalesToTarget else { return nil }
         return pool.access(owner: owner, key: identifier) { (collection: inout RenderedCollection) -> RenderedImage? in
-            collection.takeFirst { $0.transformerIdentifier == transformerIdentifier && target.isSatisfied(by: $0.dimensions) }
+            collection.takeFirst { $0.transformerIdentifier == transformerIdentifier && $0.isWhat(target) }
         }
     }
 

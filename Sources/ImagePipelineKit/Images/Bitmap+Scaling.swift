@@ -7,9 +7,8 @@ extension Bitmap {
     /// an 8x reduction free of aliasing), then one separable Catmull-Rom pass in fixed point finishes (as Pillow
     /// does; integer arithmetic makes it clearly cheaper than the float filters of stb_image_resize, which it
     /// replaced). JPEG decoders do the first step with DCT scaling instead. Enlargements on both axes are
-    /// bilinear in fixed point, cheaper still, which matters for animations, whose every frame is enlarged (a
-    /// small GIF shown in a thumbnail cell is scaled up once per frame); no sharper filter adds detail that is
-    /// not there. Other stretches take the Catmull-Rom pass.
+    /// bilinear in fixed point, cheaper still: no sharper filter adds detail that is not there. Other
+    /// stretches take the Catmull-Rom pass.
     public func scaled(to size: PixelSize) throws -> Bitmap {
         if size == self.size { return self }
         guard !size.isEmpty else { throw ImageCodecError.limitExceeded(.dimension(size)) }
@@ -79,7 +78,11 @@ extension Bitmap {
     ///   - fullSize: the displayed dimensions of the whole image (``ImageProperties/dimensions``); the
     ///     bitmap may be smaller when the decoder reduced it (JPEG DCT scaling).
     ///   - target: the sizing asked for.
-    public func rendered(orientation: ImageOrientation, fullSize: PixelSize, target: TargetSizing) throws -> Bitmap {
-        try applying(orientation).scaled(to: target.scaledSize(of: fullSize))
+    ///   - isAnimationFrame: whether the bitmap is a frame of an animation, which is reduced to the target but
+    ///     never enlarged (``TargetSizing/scaledSize(ofAnimation:)``).
+    public func rendered(orientation: ImageOrientation, fullSize: PixelSize, target: TargetSizing,
+                         isAnimationFrame: Bool = false) throws -> Bitmap {
+        let size = isAnimationFrame ? target.scaledSize(ofAnimation: fullSize) : target.scaledSize(of: fullSize)
+        return try applying(orientation).scaled(to: size)
     }
 }

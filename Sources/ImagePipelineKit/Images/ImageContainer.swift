@@ -55,10 +55,23 @@ public struct ImageContainer: Sendable {
 }
 
 extension ImageContainer {
-    /// Every frame scaled as `target` asks; `self` when nothing changes size.
+    /// A decoder's frames at what `target` asks of the full-size image, stood upright: a still image for one
+    /// frame, an animation (never enlarged, see ``TargetSizing/scaledSize(ofAnimation:)``) for more.
+    static func rendering(_ frames: [ImageFrame], loopCount: Int, orientation: ImageOrientation, fullSize: PixelSize,
+                          target: TargetSizing) throws -> ImageContainer {
+        let isAnimation = frames.count > 1
+        let rendered = try frames.map { frame in
+            ImageFrame(bitmap: try frame.bitmap.rendered(orientation: orientation, fullSize: fullSize, target: target,
+                                                          isAnimationFrame: isAnimation),
+                       duration: frame.duration)
+        }
+        return isAnimation ? ImageContainer(frames: rendered, loopCount: loopCount) : ImageContainer(bitmap: rendered[0].bitmap)
+    }
+
+    /// Every frame scaled as `target` asks (an animation is never enlarged); `self` when nothing changes size.
     /// - Throws: ``ImageCodecError/limitExceeded(_:)`` when the target is unusable.
     public func scaled(for target: TargetSizing) throws -> ImageContainer {
-        let size = target.scaledSize(of: dimensions)
+        let size = isAnimated ? target.scaledSize(ofAnimation: dimensions) : target.scaledSize(of: dimensions)
         guard size != dimensions else { return self }
         DelegateQueueDiagnostics.noteHeavyWork()
         let scaled = try frames.map { frame in

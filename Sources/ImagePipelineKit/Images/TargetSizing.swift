@@ -59,6 +59,18 @@ public struct TargetSizing: Hashable, Sendable {
         }
     }
 
+    /// The dimensions each frame of an animation of `source` size ends up with: ``scaledSize(of:)``, but
+    /// never larger than `source` on either axis.
+    ///
+    /// An animation keeps one bitmap per frame, so enlarging it multiplies its memory by the area ratio for
+    /// every frame: a 30x60 GIF of 33 frames filled into a 390-pixel cell would hold 40 MB instead of 240 KB,
+    /// and show no more detail. The view that shows it scales each frame as it draws. Stills are enlarged as
+    /// TIP does.
+    public func scaledSize(ofAnimation source: PixelSize) -> PixelSize {
+        let scaled = scaledSize(of: source)
+        return PixelSize(width: min(scaled.width, source.width), height: min(scaled.height, source.height))
+    }
+
     /// Whether an image of `size` already is what this sizing asks for (TIP's `tip_matchesTargetDimensions`).
     ///
     /// Rendered-cache lookups use this: an entry matches when scaling it would be a no-op.

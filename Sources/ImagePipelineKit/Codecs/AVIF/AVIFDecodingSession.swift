@@ -83,14 +83,11 @@ final class AVIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
             // While loading, a view shows the first frame; the animation comes with the complete image.
             guard mode != .completeImage else { return nil }
             return ImageContainer(bitmap: try first.bitmap.rendered(
-                orientation: appliedOrientation, fullSize: properties.dimensions, target: target))
+                orientation: appliedOrientation, fullSize: properties.dimensions, target: target,
+                isAnimationFrame: properties.isAnimated))
         }
-        let rendered = try frames.map { frame in
-            ImageFrame(bitmap: try frame.bitmap.rendered(
-                orientation: appliedOrientation, fullSize: properties.dimensions, target: target), duration: frame.duration)
-        }
-        if rendered.count == 1 { return ImageContainer(bitmap: rendered[0].bitmap) }
-        return ImageContainer(frames: rendered, loopCount: properties.loopCount)
+        return try ImageContainer.rendering(frames, loopCount: properties.loopCount, orientation: appliedOrientation,
+                                            fullSize: properties.dimensions, target: target)
     }
 
     // MARK: - Driving libavif

@@ -65,14 +65,11 @@ final class GIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure {
         if !complete {
             // While loading, a view shows the first frame; the animation comes with the complete image.
             guard mode != .completeImage, let first = try frames.first?.bitmap ?? compositor?.snapshot() else { return nil }
-            return ImageContainer(bitmap: try first.rendered(orientation: .up, fullSize: properties.dimensions, target: target))
+            return ImageContainer(bitmap: try first.rendered(orientation: .up, fullSize: properties.dimensions, target: target,
+                                                             isAnimationFrame: properties.isAnimated))
         }
-        let rendered = try frames.map { frame in
-            ImageFrame(bitmap: try frame.bitmap.rendered(orientation: .up, fullSize: properties.dimensions, target: target),
-                       duration: frame.duration)
-        }
-        if rendered.count == 1 { return ImageContainer(bitmap: rendered[0].bitmap) }
-        return ImageContainer(frames: rendered, loopCount: loopCount ?? 1)
+        return try ImageContainer.rendering(frames, loopCount: loopCount ?? 1, orientation: .up,
+                                            fullSize: properties.dimensions, target: target)
     }
 
     // MARK: - Reading records

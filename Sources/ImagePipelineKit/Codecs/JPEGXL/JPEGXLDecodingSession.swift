@@ -89,13 +89,8 @@ final class JPEGXLDecodingSession: ImageDecodingSession, RemembersDecodingFailur
         if let failure { throw failure }
         guard let properties else { return nil }
         if isComplete {
-            let rendered = try frames.map { frame in
-                ImageFrame(bitmap: try frame.bitmap.rendered(
-                    orientation: appliedOrientation, fullSize: properties.dimensions, target: target),
-                    duration: frame.duration)
-            }
-            if rendered.count == 1 { return ImageContainer(bitmap: rendered[0].bitmap) }
-            return ImageContainer(frames: rendered, loopCount: properties.loopCount)
+            return try ImageContainer.rendering(frames, loopCount: properties.loopCount, orientation: appliedOrientation,
+                                                fullSize: properties.dimensions, target: target)
         }
         guard mode != .completeImage else { return nil }
         // An animation shows its first frame while loading; a still the passes decoded so far.
@@ -108,7 +103,8 @@ final class JPEGXLDecodingSession: ImageDecodingSession, RemembersDecodingFailur
             return nil
         }
         return ImageContainer(bitmap: try preview.rendered(
-            orientation: appliedOrientation, fullSize: properties.dimensions, target: target))
+            orientation: appliedOrientation, fullSize: properties.dimensions, target: target,
+            isAnimationFrame: properties.isAnimated))
     }
 
     // MARK: - Driving libjxl

@@ -70,11 +70,8 @@ final class WebPDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
         if let failure { throw failure }
         guard let properties else { return nil }
         if let finalImage {
-            let frames = try finalImage.frames.map {
-                ImageFrame(bitmap: try $0.bitmap.rendered(orientation: .up, fullSize: properties.dimensions, target: target),
-                           duration: $0.duration)
-            }
-            return frames.count == 1 ? ImageContainer(bitmap: frames[0].bitmap) : ImageContainer(frames: frames, loopCount: finalImage.loopCount)
+            return try ImageContainer.rendering(finalImage.frames, loopCount: finalImage.loopCount, orientation: .up,
+                                                fullSize: properties.dimensions, target: target)
         }
         guard mode == .anyProgress, let canvas, rowsDecoded > 0 else { return nil }
         let preview = try canvas.snapshot(rows: rowsDecoded)
