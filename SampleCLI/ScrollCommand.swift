@@ -73,6 +73,9 @@ struct ScrollCommand: AsyncParsableCommand {
     @Option(help: "What a cell does with its fetch when it scrolls off: none, cancel, lower, unload.")
     var disappearance: DisappearanceChoice = .unload
 
+    @Flag(inversion: .prefixedNo, help: "Cells that show a progressive scan let cells that show nothing yet have the link: their fetch goes on at very low priority, and its download is suspended while another cell's runs and continues where it stopped (pipeline runs only).")
+    var firstPixelsFirst = true
+
     @Option(help: "The downloader: urlsession or httpclient.")
     var downloader: DownloaderChoice = .httpclient
 
@@ -315,6 +318,7 @@ struct ScrollCommand: AsyncParsableCommand {
             pipeline: pipeline, queue: mainQueue, urls: urls, formats: formats,
             layout: layout, script: script, fps: fps, seconds: seconds, disappearance: disappearance.behavior, quiet: quiet)
         simulation.byteCounts = byteCounts
+        simulation.yieldsAfterFirstPixels = firstPixelsFirst
         simulation.linkBytesPerSecond = server == nil ? nil : network.link?.downlinkBytesPerSecond
         if conventional {
             simulation.conventionalDownloader = imageDownloader

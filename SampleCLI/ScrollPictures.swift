@@ -13,14 +13,21 @@ enum ScrollPictures {
     /// The viewport (`width` × `height`) made from the decoded pixels the cells hold, each cell's image centred
     /// and cropped to its square, empty cells dark grey; encoded by our PNG encoder.
     static func snapshot(width: Int, height: Int, cellSize: Int, cells: [PlacedImage]) throws -> Data {
+        // The pipeline never enlarges an animation: like a view, the snapshot scales such a frame up to cover
+        // its cell as it draws it.
+        let cover = TargetSizing(dimensions: PixelSize(width: cellSize, height: cellSize), contentMode: .fill)
+        let shown: [Bitmap?] = try cells.map { cell in
+            guard let bitmap = cell.image?.bitmap else { return nil }
+            return cover.isSatisfied(by: bitmap.size) ? bitmap : try bitmap.scaled(for: cover)
+        }
         let canvas = try Bitmap(width: width, height: height) { pixels, stride in
             // Opaque dark grey (premultiplied RGBA), then each cell's pixels over it.
             for row in 0..<height {
                 let line = pixels.advanced(by: row * stride).assumingMemoryBound(to: UInt8.self)
                 for x in 0..<width { line[x * 4] = 40; line[x * 4 + 1] = 40; line[x * 4 + 2] = 40; line[x * 4 + 3] = 255 }
             }
-            for cell in cells {
-                guard let bitmap = cell.image?.bitmap else { continue }
+            for (cell, bitmap) in zip(cells, shown) {
+                guard let bitmap else { continue }
                 // Centre the image on the cell; copy the rows and columns that fall inside both.
                 let left = cell.x + (cellSize - bitmap.width) / 2, top = cell.y + (cellSize - bitmap.height) / 2
                 bitmap.withUnsafeBytes { source in

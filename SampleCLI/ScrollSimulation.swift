@@ -38,6 +38,9 @@ final class ScrollSimulation: @unchecked Sendable {
     /// time the link needs for the bytes its cells still lacked.
     var byteCounts: [Int]?
     var linkBytesPerSecond: Int?
+    /// Whether a cell's fetch goes on at very low priority once it shows a scan
+    /// (``ImageViewFetchHelper/yieldsAfterFirstPixels``).
+    var yieldsAfterFirstPixels = true
     /// The stop under way: the screen has not changed since it began.
     private var stop: ScrollStop?
 
@@ -291,6 +294,7 @@ final class ScrollSimulation: @unchecked Sendable {
         let cell = ScrollCell(item: item, format: formats[item], side: layout.cellSize, stats: stats)
         let helper = ImageViewFetchHelper(view: cell, pipeline: pipeline)
         helper.disappearanceBehavior = disappearance
+        helper.yieldsAfterFirstPixels = yieldsAfterFirstPixels
         helper.delegate = cell
         cell.helper = helper
         cells[item] = cell

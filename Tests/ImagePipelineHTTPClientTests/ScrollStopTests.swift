@@ -73,3 +73,55 @@ struct ScrollStopTests {
         }
     }
 }
+
+/// On a shared link, a cell that already shows a scan lets a cell that shows nothing have the link first.
+@Suite("A view helper that yields after its first pixels", .serialized)
+struct FirstPixelsFirstTests {
+    /// Cell A's progressive JPEG shows a scan; cell B's PNG, which shows nothing until its last row, starts
+    /// after. Returns A's requests and B's, in the origin's order, and A's priority after its scan.
+    func run(_ kind: CoordinatorDownloader, yields: Bool) async throws -> (a: [OriginRequestRecord], b: [OriginRequestRecord], priority: Operation.QueuePriority?) {
+        var outcome: (a: [OriginRequestRecord], b: [OriginRequestRecord], priority: Operation.QueuePriority?) = ([], [], nil)
+        try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            let progressive = try Data(contentsOf: ProgressiveTests.images.appendingPathComponent("skimage-astronaut-progressive.jpg"))
+            let png = try Data(contentsOf: ProgressiveTests.images.appendingPathComponent("skimage-camera.png"))
+            ProgressiveTests.serve(progressive, at: "/a.jpg", h, bytesPerSecond: 25_000, pausingHalfway: true)
+            ProgressiveTests.serve(png, at: "/b.png", h, bytesPerSecond: 100_000, pausingHalfway: false)
+            let (a, aView) = ImageViewFetchHelperTests.helper(h, side: 64)
+            let (b, bView) = ImageViewFetchHelperTests.helper(h, side: 64)
+            h.onDelegateQueue {
+                a.yieldsAfterFirstPixels = yields
+                a.load(.url(h.server.url(for: "/a.jpg")))
+            }
+            #expect(try await ImageViewFetchHelperTests.eventuallyOnDelegateQueue(h) {
+                (a.operation?.progressiveFrameCount ?? 0) > 0
+            })
+            outcome.priority = h.onDelegateQueue { a.operation?.priority }
+            h.onDelegateQueue { b.load(.url(h.server.url(for: "/b.png"))) }
+            let loaded = try await ImageViewFetchHelperTests.eventuallyOnDelegateQueue(h) {
+                [a, b].allSatisfy { $0.operation?.state == .succeeded } && aView.displayedImage != nil && bView.displayedImage != nil
+            }
+            #expect(loaded)
+            outcome.a = h.server.requestLog.filter { $0.path == "/a.jpg" }
+            outcome.b = h.server.requestLog.filter { $0.path == "/b.png" }
+        }
+        return outcome
+    }
+
+    @Test("On: the scan lowers the fetch to very low; its download is suspended for the other cell's and continues with a range request after it",
+          arguments: CoordinatorDownloader.allCases)
+    func yields(kind: CoordinatorDownloader) async throws {
+        let (a, b, priority) = try await run(kind, yields: true)
+        #expect(priority == .veryLow)
+        #expect(b.count == 1 && a.count == 2, "requests: a \(a.count), b \(b.count)")
+        #expect(a.first?.range == nil && a.last?.range?.hasPrefix("bytes=") == true)
+        #expect(a.count == 2 && b.count == 1 && a[1].sequence > b[0].sequence, "a continues after b's request")
+        #expect(a.first?.clientWentAway == true, "a's first response was left when b's download came")
+    }
+
+    @Test("Off (TIP's helper): the fetch keeps its priority and its one download", arguments: CoordinatorDownloader.allCases)
+    func keeps(kind: CoordinatorDownloader) async throws {
+        let (a, b, priority) = try await run(kind, yields: false)
+        #expect(priority == .normal)
+        #expect(a.count == 1 && b.count == 1 && a.first?.range == nil)
+    }
+}

@@ -28,6 +28,11 @@ public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
     public weak var delegate: (any ImageViewFetchHelperDelegate)?
     /// What to do when the view disappears. Default ``DisappearanceBehavior/unload``.
     public var disappearanceBehavior = DisappearanceBehavior.unload
+    /// Whether a fetch that has shown a progressive scan goes on at the `.veryLow` priority, so that on a
+    /// shared link the views that show nothing yet come first: with the download coordinator's
+    /// ``DownloadCoordinator/yieldsBackgroundDownloads``, its download is suspended while another view's runs,
+    /// and continues where it stopped once none does. Off by default (TIP's helper keeps the priority).
+    public var yieldsAfterFirstPixels = false
 
     /// The current source, if any.
     public private(set) var source: Source? {
@@ -268,6 +273,7 @@ public final class ImageViewFetchHelper: FetchDelegate, @unchecked Sendable {
     public func fetchOperation(_ operation: FetchOperation, didUpdateProgressiveImage result: FetchResult, progress: Double) {
         guard operation === self.operation else { return }
         show(result, isFinal: false)
+        if yieldsAfterFirstPixels, operation.priority != .veryLow { operation.priority = .veryLow }
     }
 
     public func fetchOperation(_ operation: FetchOperation, didLoadFirstAnimatedImageFrame result: FetchResult,
