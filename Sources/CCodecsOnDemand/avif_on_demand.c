@@ -14,7 +14,17 @@
     X(avifResult, avifDecoderNextImage, (avifDecoder *decoder), (decoder))                                       \
     V(avifRGBImageSetDefaults, (avifRGBImage *rgb, const avifImage *image), (rgb, image))                        \
     X(avifResult, avifImageYUVToRGB, (const avifImage *image, avifRGBImage *rgb), (image, rgb))                  \
-    X(const char *, avifResultToString, (avifResult result), (result))
+    X(const char *, avifResultToString, (avifResult result), (result))                                          \
+    X(const char *, avifCodecName, (avifCodecChoice choice, avifCodecFlags flags), (choice, flags))              \
+    X(avifImage *, avifImageCreate, (uint32_t width, uint32_t height, uint32_t depth, avifPixelFormat format),    \
+      (width, height, depth, format))                                                                            \
+    V(avifImageDestroy, (avifImage *image), (image))                                                             \
+    X(avifResult, avifImageRGBToYUV, (avifImage *image, const avifRGBImage *rgb), (image, rgb))                  \
+    X(avifEncoder *, avifEncoderCreate, (void), ())                                                              \
+    V(avifEncoderDestroy, (avifEncoder *encoder), (encoder))                                                     \
+    X(avifResult, avifEncoderWrite, (avifEncoder *encoder, const avifImage *image, avifRWData *output),          \
+      (encoder, image, output))                                                                                  \
+    V(avifRWDataFree, (avifRWData *raw), (raw))
 
 static struct {
     IPK_AVIF_FUNCTIONS(IPK_POINTER, IPK_VOID_POINTER)

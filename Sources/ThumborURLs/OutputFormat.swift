@@ -8,22 +8,24 @@ public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
     /// The `Content-Type` of an answer in this format.
     public var mediaType: String { "image/\(rawValue)" }
 
-    /// The encoder this build has for the format; `nil` for AVIF and GIF, which this package decodes but does
-    /// not encode (``ServiceError/unsupportedOutputFormat(_:)``, a 415, when `format()` asks for them).
+    /// The encoder this machine has for the format: `nil` for GIF, which this package decodes but does not
+    /// encode, and for AVIF where libavif is missing or has no AV1 encoder
+    /// (``ServiceError/unsupportedOutputFormat(_:)``, a 415, when `format()` asks for them).
     public var encoder: (any ImageEncoder)? {
         switch self {
         case .jpeg: JPEGEncoder()
         case .png: PNGEncoder()
         case .webp: WebPEncoder()
-        case .avif, .gif: nil
+        case .avif: AVIFCodec().encoder
+        case .gif: nil
         }
     }
 
     /// Whether ``encoder`` exists.
     public var isEncodable: Bool { encoder != nil }
 
-    /// The format a request gets when its URL names none: WebP when the client's `Accept` lists
-    /// `image/webp` (AVIF first once this build can encode it), otherwise the source's own format when it
+    /// The format a request gets when its URL names none: AVIF when the client's `Accept` lists `image/avif` and
+    /// this machine can encode it, then WebP when it lists `image/webp`, otherwise the source's own format when it
     /// can be encoded, otherwise PNG for a source with transparency and JPEG for one without.
     public static func negotiated(accept: String?, sourceType: ImageType?, hasTransparency: Bool) -> OutputFormat {
         let accepted = acceptedMediaTypes(accept)

@@ -51,5 +51,13 @@ avifResult ipk_avifDecoderNextImage(avifDecoder *decoder);
 void ipk_avifRGBImageSetDefaults(avifRGBImage *rgb, const avifImage *image);
 avifResult ipk_avifImageYUVToRGB(const avifImage *image, avifRGBImage *rgb);
 const char *ipk_avifResultToString(avifResult result);
+const char *ipk_avifCodecName(avifCodecChoice choice, avifCodecFlags flags);
+avifImage *ipk_avifImageCreate(uint32_t width, uint32_t height, uint32_t depth, avifPixelFormat format);
+void ipk_avifImageDestroy(avifImage *image);
+avifResult ipk_avifImageRGBToYUV(avifImage *image, const avifRGBImage *rgb);
+avifEncoder *ipk_avifEncoderCreate(void);
+void ipk_avifEncoderDestroy(avifEncoder *encoder);
+avifResult ipk_avifEncoderWrite(avifEncoder *encoder, const avifImage *image, avifRWData *output);
+void ipk_avifRWDataFree(avifRWData *raw);
 
 #endif

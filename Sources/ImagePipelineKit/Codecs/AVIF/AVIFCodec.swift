@@ -6,7 +6,8 @@ import Foundation
 /// The container is parsed as soon as its boxes are in and each frame is decoded as soon as its samples
 /// are, so an animation shows its first frame before its last has arrived. libavif has no reduced-size
 /// decode: frames decode at full size and the scaler brings them to the target. Orientation comes from the
-/// `irot`/`imir` boxes, or from EXIF when the file has neither. Decode-only: there is no encoder.
+/// `irot`/`imir` boxes, or from EXIF when the file has neither. ``AVIFEncoder`` writes stills where libavif has
+/// an AV1 encoder.
 ///
 /// libavif is loaded the first time an AVIF is decoded, not at start-up. Where it is not installed, or is of
 /// another version than the one this library was built with, decoding fails with
@@ -15,6 +16,8 @@ public struct AVIFCodec: ImageCodec {
     public init() {}
     public var imageType: ImageType { .avif }
     public var decoder: any ImageDecoder { AVIFDecoder() }
+    /// ``AVIFEncoder``, or `nil` where libavif is missing or cannot encode (asking loads libavif once).
+    public var encoder: (any ImageEncoder)? { AVIFEncoder.isAvailable ? AVIFEncoder() : nil }
     public var supportsAnimation: Bool { true }
 }
 
