@@ -398,7 +398,7 @@ public final class GlobalConfiguration: Sendable {
     /// Marks every pipeline's renditions of `identifier` dirty: a later fetch shows them as a preview and
     /// reloads (TIP's `dirtyAllRenderedMemoryCacheImagesWithIdentifier:`).
     public func dirtyAllRenderedMemoryCacheImages(identifier: String) {
-        for pipeline in pipelines { pipeline.renderedCache.markDirty(identifier: identifier) }
+        for pipeline in pipelines { pipeline.caches.markRenderedDirty(identifier: identifier) }
     }
 
     private func setLimit(

@@ -48,7 +48,7 @@ extension FetchOperation {
     /// never kept, or a transformer that left the image as it was (the key would claim it transformed).
     func _queue_renditionKeeper(_ image: ImageContainer, of source: CachedImageInfo,
                                 transformed: Bool) -> (@Sendable () -> Void)? {
-        guard pipeline.caches.renditionTables != nil, transformed == (plan.transformer != nil),
+        guard pipeline.caches.keepsRenditionTables, transformed == (plan.transformer != nil),
               let key = plan.keys.renditionKey(of: source) else { return nil }
         let caches = pipeline.caches
         let configuration = pipeline.configuration

@@ -11,7 +11,7 @@ extension FetchOperation {
     /// metadata was kept), which the time to live alone governs.
     func _queue_staleDiskImageOutcome() -> SourceOutcome? {
         let now = Date()
-        guard let disk = pipeline.caches.disk, let (url, metadata) = disk.completeEntryMetadata(for: plan.identifier, now: now),
+        guard let (url, metadata) = pipeline.caches.diskImageMetadata(identifier: plan.identifier, now: now),
               url == plan.url, let metadata, !metadata.isFresh(at: now, fallbackLifetime: plan.timeToLive)
         else { return nil }
         guard metadata.hasValidator, plan.sources.contains(.network),
@@ -37,7 +37,7 @@ extension FetchOperation {
     func _queue_revalidationAnsweredWithImage() {
         guard revalidatingImage != nil else { return }
         revalidatingImage = nil
-        pipeline.caches.rendered.clear(identifier: plan.identifier)
+        pipeline.caches.forgetRendered(identifier: plan.identifier)
         metricsRecorder.rekeyOpenSource(as: .network)
     }
 
@@ -54,7 +54,7 @@ extension FetchOperation {
         image.httpMetadata = (cached.httpMetadata ?? HTTPCacheMetadata(receivedAt: now)).refreshed(by: response.headers, at: now)
         image.lastAccess = now
         if let metadata = image.httpMetadata {
-            pipeline.caches.disk?.refreshMetadata(metadata, identifier: plan.identifier, url: plan.url, now: now)
+            pipeline.caches.refreshOnDisk(metadata, identifier: plan.identifier, url: plan.url, now: now)
         }
         metricsRecorder.noteRevalidated(bytesSaved: cached.data.count)
         _queue_deliverCached(image, from: .disk, source: .diskRevalidated) { [self] in

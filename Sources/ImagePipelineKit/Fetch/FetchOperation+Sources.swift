@@ -123,7 +123,7 @@ extension FetchOperation {
         let caches = pipeline.caches
         let memoryEntry = tier == .memory
             ? pipeline.configuration.measuring(.cacheRead) { caches.entry(in: .memory, identifier: plan.identifier) } : nil
-        if pipeline.caches.renditionTables != nil, plan.keys.keepsRenditions,
+        if caches.keepsRenditionTables, plan.keys.keepsRenditions,
            let info = tier == .memory ? memoryEntry?.complete.map(CachedImageInfo.init)
                                       : pipeline.caches.diskImageInfo(identifier: plan.identifier),
            info.url == plan.url, _queue_showRendition(of: info, source: tier.loadSource) == .final {
@@ -167,7 +167,7 @@ extension FetchOperation {
     private func _queue_loadFromOtherPipelines(_ others: ArraySlice<ImagePipeline>) -> SourceOutcome {
         var others = others
         while let other = others.popFirst() {
-            guard let found = other.diskCache?.peek(identifier: plan.identifier), found.url == plan.url,
+            guard let found = other.caches.peekOnDisk(identifier: plan.identifier), found.url == plan.url,
                   _queue_isFreshForPolicy(found) else { continue }
             var copy = found
             copy.timeToLive = plan.timeToLive

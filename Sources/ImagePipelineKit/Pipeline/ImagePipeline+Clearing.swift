@@ -10,7 +10,7 @@ extension ImagePipeline {
 
     /// Marks the renditions of `identifier` dirty: a later fetch shows them as a preview and reloads.
     public func dirtyRenderedImage(identifier: String) {
-        renderedCache.markDirty(identifier: identifier)
+        caches.markRenderedDirty(identifier: identifier)
     }
 
     /// Empties the rendered and memory caches.
@@ -22,25 +22,20 @@ extension ImagePipeline {
     /// ``knownIdentifiers(cacheRoot:)`` stops listing it (as TIP does).
     public func clearDiskCache() {
         caches.clearDisk()
-        diskCache?.removesDirectoryWhenReleasedEmpty = true
     }
 
     /// Moves the cached image of `identifier` to `newIdentifier` on disk, then forgets `identifier` in every
     /// cache (TIP's `changeIdentifierForImageWithIdentifier:toIdentifier:`).
     /// - Throws: ``DiskCacheError`` (ENOENT when there is no disk entry to move; EINVAL without a disk cache).
     public func changeIdentifier(_ identifier: String, to newIdentifier: String) throws(DiskCacheError) {
-        guard let diskCache else { throw .file(operation: "move", errno: EINVAL) }
-        try diskCache.changeIdentifier(identifier, to: newIdentifier)
-        caches.forgetInMemory(identifier: identifier)
-        caches.forgetInMemory(identifier: newIdentifier)
+        try caches.changeIdentifier(identifier, to: newIdentifier)
     }
 
     /// Copies the disk file of `identifier` to a temporary file, hands its URL to `body`, and deletes it when
     /// `body` returns (TIP's `copyDiskCacheFileWithIdentifier:completion:`).
     /// - Throws: ``DiskCacheError`` with ENOENT when the pipeline has no such complete entry.
     public func withCopyOfDiskCacheFile<T>(identifier: String, _ body: (URL) throws -> T) throws -> T {
-        guard let diskCache else { throw DiskCacheError.file(operation: "copy", errno: ENOENT) }
-        let copy = try diskCache.copyFile(identifier: identifier)
+        let copy = try caches.copyOfDiskFile(identifier: identifier)
         defer { try? FileManager.default.removeItem(at: copy) }
         return try body(copy)
     }

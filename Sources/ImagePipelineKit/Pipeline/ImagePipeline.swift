@@ -31,8 +31,7 @@ public final class ImagePipeline: Sendable {
     /// opened works from memory and the network, reports
     /// ``ImagePipelineProblem/diskCacheUnavailable(pipeline:error:)``, and tries again every 30 seconds.
     public var diskCacheUnavailability: DiskCacheError? {
-        _ = caches.disk
-        return caches.diskOpener.unavailability
+        caches.diskUnavailability
     }
     /// Every cache tier of this pipeline, and how images percolate between them.
     let caches: PipelineCaches

@@ -32,13 +32,14 @@ extension ImagePipeline {
     /// What the rendered, memory and disk caches hold now. Reads the disk index (no image bytes): call it
     /// off the delegate queue.
     public func inspect() -> ImagePipelineInspection {
-        let rendered = renderedCache.entries.flatMap { identifier, renditions in
+        let contents = caches.contents()
+        let rendered = contents.rendered.flatMap { identifier, renditions in
             renditions.map { rendition in
                 ImagePipelineInspection.Entry(identifier: identifier, url: nil, dimensions: rendition.image.dimensions,
                                               bytesUsed: rendition.image.sizeInMemory, progress: 1)
             }
         }
-        let memory = memoryCache.entries
+        let memory = contents.memory
         let complete = memory.compactMap { identifier, entry in
             entry.complete.map {
                 ImagePipelineInspection.Entry(identifier: identifier, url: $0.url, dimensions: $0.dimensions,
@@ -52,7 +53,7 @@ extension ImagePipeline {
                     bytesUsed: $0.data.count, progress: min(Double($0.data.count) / Double(max($0.expectedByteCount, 1)), 0.999))
             }
         }
-        let disk = (diskCache?.entries ?? []).map { info in
+        let disk = contents.disk.map { info in
             (info.isPartial, ImagePipelineInspection.Entry(identifier: info.identifier, url: info.url, dimensions: info.dimensions,
                                                            bytesUsed: info.bytes, progress: info.progress))
         }

@@ -4,7 +4,9 @@ import PipelineLocking
 /// The caches of one pipeline seen as one: the rendered cache, the memory cache, the disk cache and the
 /// rendition tables. It owns how an image found in one tier, downloaded or stored percolates into the others
 /// (the faster caches get it first, the disk last), and how stores and clears reach every tier. Fetches,
-/// store operations and clearing go through here; the caches themselves know nothing of fetches.
+/// store operations, clearing and inspection go through here, and nothing else in the library touches a tier:
+/// `rendered`, `memory`, `disk` and `renditionTables` are read elsewhere only by ``ImagePipeline``'s public
+/// accessors of the same caches. The caches themselves know nothing of fetches.
 ///
 /// Thread-safe; the disk tier does I/O, so none of it runs on a delegate queue but the rendered lookups.
 final class PipelineCaches: Sendable {
@@ -27,6 +29,12 @@ final class PipelineCaches: Sendable {
 
     /// `nil` while the pipeline's directory or index cannot be opened.
     var disk: DiskCache? { diskOpener.cache }
+
+    /// Why the disk tier is off, or `nil` when it is open (asking tries to open it again when it is due).
+    var diskUnavailability: DiskCacheError? {
+        _ = disk
+        return diskOpener.unavailability
+    }
 
     /// Decoded renditions kept on disk; `nil` until ``useRenditionTables(_:)``.
     var renditionTables: RenditionTables? { tables.withLock { $0 } }
@@ -65,6 +73,27 @@ final class PipelineCaches: Sendable {
     /// The rendition-table view named `key`.
     func rendition(_ key: RenditionKey) -> Bitmap? {
         renditionTables?.image(for: key)
+    }
+
+    /// Whether decoded renditions are kept in rendition tables.
+    var keepsRenditionTables: Bool { renditionTables != nil }
+
+    /// The disk image of `identifier` without refreshing its recency or expiry: how another pipeline's disk is
+    /// read when it lends an image.
+    func peekOnDisk(identifier: String) -> CachedImageData? {
+        disk?.peek(identifier: identifier)
+    }
+
+    /// The URL and response metadata of `identifier`'s unexpired disk image, from the index alone: what the HTTP
+    /// freshness check reads before the file.
+    func diskImageMetadata(identifier: String, now: Date) -> (url: URL, metadata: HTTPCacheMetadata?)? {
+        disk?.completeEntryMetadata(for: identifier, now: now)
+    }
+
+    /// Everything the tiers hold now, for ``ImagePipeline/inspect()``: reads the disk index, no image bytes.
+    func contents() -> (rendered: [(identifier: String, renditions: [RenderedImage])],
+                        memory: [(identifier: String, entry: CacheEntry)], disk: [DiskCacheEntryInfo]) {
+        (rendered.entries, memory.entries, disk?.entries ?? [])
     }
 
     // MARK: - Percolation
@@ -132,7 +161,38 @@ final class PipelineCaches: Sendable {
         disk?.storePartial(partial, identifier: identifier)
     }
 
+    /// The origin confirmed the disk image of `identifier` with a `304`: its response metadata is refreshed.
+    func refreshOnDisk(_ metadata: HTTPCacheMetadata, identifier: String, url: URL, now: Date) {
+        _ = disk?.refreshMetadata(metadata, identifier: identifier, url: url, now: now)
+    }
+
     // MARK: - Stores and clears
+
+    /// Forgets the renditions of `identifier` in the rendered cache: the image is being replaced.
+    func forgetRendered(identifier: String) {
+        rendered.clear(identifier: identifier)
+    }
+
+    /// Marks the renditions of `identifier` dirty: shown as a preview, then reloaded.
+    func markRenderedDirty(identifier: String) {
+        rendered.markDirty(identifier: identifier)
+    }
+
+    /// Moves `identifier`'s disk image to `newIdentifier`, then forgets both in the faster tiers.
+    /// - Throws: ``DiskCacheError`` (ENOENT when there is no disk entry to move; EINVAL without a disk cache).
+    func changeIdentifier(_ identifier: String, to newIdentifier: String) throws(DiskCacheError) {
+        guard let disk else { throw .file(operation: "move", errno: EINVAL) }
+        try disk.changeIdentifier(identifier, to: newIdentifier)
+        forgetInMemory(identifier: identifier)
+        forgetInMemory(identifier: newIdentifier)
+    }
+
+    /// A temporary copy of `identifier`'s disk file, which the caller deletes.
+    /// - Throws: ``DiskCacheError`` with ENOENT when there is no disk cache or no such complete entry.
+    func copyOfDiskFile(identifier: String) throws(DiskCacheError) -> URL {
+        guard let disk else { throw .file(operation: "copy", errno: ENOENT) }
+        return try disk.copyFile(identifier: identifier)
+    }
 
     /// A store operation's image replaces whatever `identifier` had: on disk, and in memory when
     /// `inMemory` (otherwise memory forgets it); every rendition of the old image goes. `forced` replaces even
@@ -167,9 +227,10 @@ final class PipelineCaches: Sendable {
         memory.clearAll()
     }
 
-    /// Deletes every disk entry and rendition.
+    /// Deletes every disk entry and rendition; once the pipeline is released, its emptied directory goes too.
     func clearDisk() {
         disk?.removeAll()
+        disk?.removesDirectoryWhenReleasedEmpty = true
         renditionTables?.removeAll()
     }
 }

@@ -126,7 +126,7 @@ public final class StoreOperation: Operation, @unchecked Sendable {
 
         var storesInMemory = false
         if case .data = source { storesInMemory = true }
-        guard pipeline.diskCache != nil || storesInMemory else { throw StoreError(.noCacheForStoring) }
+        guard pipeline.caches.has(.disk) || storesInMemory else { throw StoreError(.noCacheForStoring) }
 
         guard pipeline.caches.store(entry, identifier: identifier, inMemory: storesInMemory, forced: !placeholder) else {
             return false
