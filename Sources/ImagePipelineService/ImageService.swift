@@ -28,7 +28,8 @@ public final class ImageService: Sendable {
         self.sourcePipeline = sourcePipeline
         signer = configuration.securityKeys.isEmpty ? nil : URLSigner(keys: configuration.securityKeys)
         renderer = ThumbnailRenderer(pipeline: sourcePipeline, limits: configuration.limits,
-                                     defaultQuality: configuration.defaultQuality)
+                                     defaultQuality: configuration.defaultQuality,
+                                     defaultAVIFQuality: configuration.defaultAVIFQuality)
         results = ResultCache(store: resultStore, timeToLive: configuration.resultTimeToLive)
         admission = RenderAdmission(maxRunning: configuration.limits.maxRendersInFlight,
                                     maxWaiting: configuration.limits.maxRendersWaiting,

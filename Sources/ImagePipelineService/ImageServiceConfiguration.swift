@@ -12,6 +12,9 @@ public struct ImageServiceConfiguration: Sendable {
     public var limits = ServiceLimits()
     /// The quality of JPEG and WebP outputs without a `quality()` filter (thumbor's default is 80).
     public var defaultQuality = 80
+    /// The quality of AVIF outputs without a `quality()` filter: libavif's default. On libavif's scale a number
+    /// spends more bytes than on JPEG's or WebP's; at 80 a photo's thumbnail was larger than the WebP at 80.
+    public var defaultAVIFQuality = 60
     /// The `max-age` of `Cache-Control` on images, in seconds.
     public var cacheMaxAge = 86_400
     /// How long a rendered answer stays in the result cache after its last use.

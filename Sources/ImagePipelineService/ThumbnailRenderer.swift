@@ -11,6 +11,7 @@ struct ThumbnailRenderer: Sendable {
     let pipeline: ImagePipeline
     let limits: ServiceLimits
     let defaultQuality: Int
+    let defaultAVIFQuality: Int
 
     /// How the output format is chosen.
     enum FormatChoice: Hashable, Sendable {
@@ -124,7 +125,7 @@ struct ThumbnailRenderer: Sendable {
     private func encode(_ bitmap: Bitmap, as format: OutputFormat, filters: ThumbnailFilters) throws -> Data {
         guard let encoder = format.encoder else { throw ServiceError.unsupportedOutputFormat(format.rawValue) }
         let image = ImageContainer(bitmap: format == .jpeg ? try bitmap.flattened(over: filters.fill ?? RGBA(r: 255, g: 255, b: 255, a: 255)) : bitmap)
-        var quality = filters.quality ?? defaultQuality
+        var quality = filters.quality ?? (format == .avif ? defaultAVIFQuality : defaultQuality)
         var data = try encoder.encode(image, options: [], quality: Double(min(quality, 99)) / 100)
         guard let maxBytes = filters.maxBytes, format != .png else { return data }
         while data.count > maxBytes && quality > 10 {

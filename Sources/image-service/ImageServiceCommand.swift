@@ -68,6 +68,9 @@ struct ImageServiceCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Quality of JPEG and WebP outputs without quality() (IMAGE_SERVICE_QUALITY; default 80).")
     var quality: Int?
 
+    @Option(name: .long, help: "Quality of AVIF outputs without quality(), on libavif's scale (IMAGE_SERVICE_AVIF_QUALITY; default 60, libavif's own: at 80 an AVIF thumbnail is larger than the WebP at 80).")
+    var avifQuality: Int?
+
     @Option(name: .customLong("max-age"), help: "Cache-Control max-age of images, seconds (IMAGE_SERVICE_MAX_AGE; default 86400).")
     var maxAge: Int?
 

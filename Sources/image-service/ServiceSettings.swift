@@ -56,6 +56,10 @@ struct ServiceSettings {
             guard quality <= 100 else { throw ValidationError("the quality must be 1...100") }
             configuration.defaultQuality = quality
         }
+        if let quality = try number(command.avifQuality, "IMAGE_SERVICE_AVIF_QUALITY", minimum: 1) {
+            guard quality <= 100 else { throw ValidationError("the AVIF quality must be 1...100") }
+            configuration.defaultAVIFQuality = quality
+        }
         configuration.cacheMaxAge = try number(command.maxAge, "IMAGE_SERVICE_MAX_AGE", minimum: 0) ?? configuration.cacheMaxAge
         cacheDirectory = URL(fileURLWithPath: text(command.cacheDirectory, "IMAGE_SERVICE_CACHE_DIR")
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("image-service-\(getpid())").path)

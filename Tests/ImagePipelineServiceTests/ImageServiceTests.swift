@@ -66,6 +66,10 @@ struct ImageServiceTests {
         if OutputFormat.avif.isEncodable {
             #expect(avif.header("Content-Type") == "image/avif")
             #expect(try avif.decoded().size == PixelSize(width: 200, height: 133))
+            // Without quality(), AVIF takes libavif's default (60), not the JPEG and WebP default (80).
+            let at80 = await fixture.get("/unsafe/200x0/filters:format(avif):quality(80)/\(fixture.source)/rocket.jpg")
+            let at60 = await fixture.get("/unsafe/200x0/filters:format(avif):quality(60)/\(fixture.source)/rocket.jpg")
+            #expect(avif.body == at60.body && at80.body.count > avif.body.count, "\(avif.body.count) vs \(at80.body.count) bytes at 80")
         } else {
             #expect(avif.status == 415, "no AVIF encoder on this machine: a clear refusal, not another format")
         }
