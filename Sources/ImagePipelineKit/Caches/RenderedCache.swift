@@ -38,7 +38,7 @@ public struct RenderedImage: Sendable {
     /// Whether this rendition already is what `target` asks for: scaling it would change nothing. An animation
     /// smaller than the target also is, when it has its source's size: animations are never enlarged
     /// (``TargetSizing/scaledSize(ofAnimation:)``).
-    func isWhat(_ target: TargetSizing) -> Bool {
+    func satisfies(_ target: TargetSizing) -> Bool {
         if target.isSatisfied(by: dimensions) { return true }
         return isAnimated && dimensions == target.scaledSize(ofAnimation: sourceDimensions)
     }
@@ -111,7 +111,7 @@ public final class RenderedCache: Sendable {
     public func image(for identifier: String, target: TargetSizing, transformerIdentifier: String? = nil) -> RenderedImage? {
         guard target.scalesToTarget else { return nil }
         return pool.access(owner: owner, key: identifier) { (collection: inout RenderedCollection) -> RenderedImage? in
-            collection.takeFirst { $0.transformerIdentifier == transformerIdentifier && $0.isWhat(target) }
+            collection.takeFirst { $0.transformerIdentifier == transformerIdentifier && $0.satisfies(target) }
         }
     }
 
