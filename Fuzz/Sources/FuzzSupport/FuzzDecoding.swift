@@ -38,7 +38,9 @@ public enum FuzzDecoding {
     /// Traps unless `container` has the size the render contract promises.
     public static func checkRender(_ container: ImageContainer, of properties: ImageProperties?, at target: TargetSizing) {
         guard let properties else { fatalError("a render came back before the session had properties") }
-        let expected = target.scaledSize(of: properties.dimensions)
+        // An animation (more than one frame, or properties that say it animates) is reduced but never enlarged.
+        let expected = properties.isAnimated || container.isAnimated
+            ? target.scaledSize(ofAnimation: properties.dimensions) : target.scaledSize(of: properties.dimensions)
         if container.dimensions != expected {
             fatalError("render is \(container.dimensions), the contract says \(expected) for \(properties.dimensions)")
         }

@@ -110,8 +110,8 @@ public protocol ImageDecodingSession: AnyObject {
     func finish() throws -> DecoderProgress
 
     /// Renders what has been decoded, at `target`, or `nil` when `mode` has nothing to show yet.
-    /// The result has exactly `target.scaledSize(of: properties.dimensions)`, or for an animation
-    /// `target.scaledSize(ofAnimation: properties.dimensions)`.
+    /// The result has exactly `target.scaledSize(of: properties.dimensions)`, or, for an animation (the result
+    /// has more than one frame, or `properties.isAnimated`), `target.scaledSize(ofAnimation: properties.dimensions)`.
     func render(_ mode: RenderMode, target: TargetSizing) throws -> ImageContainer?
 }
 

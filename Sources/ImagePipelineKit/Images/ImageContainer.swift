@@ -56,16 +56,17 @@ public struct ImageContainer: Sendable {
 
 extension ImageContainer {
     /// A decoder's frames at what `target` asks of the full-size image, stood upright: a still image for one
-    /// frame, an animation (never enlarged, see ``TargetSizing/scaledSize(ofAnimation:)``) for more.
+    /// frame, an animation for more. The frames of an animation (more than one frame, or an image whose
+    /// properties say it animates) are never enlarged (``TargetSizing/scaledSize(ofAnimation:)``).
     static func rendering(_ frames: [ImageFrame], loopCount: Int, orientation: ImageOrientation, fullSize: PixelSize,
-                          target: TargetSizing) throws -> ImageContainer {
-        let isAnimation = frames.count > 1
+                          target: TargetSizing, isAnimated: Bool) throws -> ImageContainer {
+        let isAnimation = isAnimated || frames.count > 1
         let rendered = try frames.map { frame in
             ImageFrame(bitmap: try frame.bitmap.rendered(orientation: orientation, fullSize: fullSize, target: target,
                                                           isAnimationFrame: isAnimation),
                        duration: frame.duration)
         }
-        return isAnimation ? ImageContainer(frames: rendered, loopCount: loopCount) : ImageContainer(bitmap: rendered[0].bitmap)
+        return rendered.count > 1 ? ImageContainer(frames: rendered, loopCount: loopCount) : ImageContainer(bitmap: rendered[0].bitmap)
     }
 
     /// Every frame scaled as `target` asks (an animation is never enlarged); `self` when nothing changes size.

@@ -87,7 +87,8 @@ final class AVIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
                 isAnimationFrame: properties.isAnimated))
         }
         return try ImageContainer.rendering(frames, loopCount: properties.loopCount, orientation: appliedOrientation,
-                                            fullSize: properties.dimensions, target: target)
+                                            fullSize: properties.dimensions, target: target,
+                                            isAnimated: properties.isAnimated)
     }
 
     // MARK: - Driving libavif

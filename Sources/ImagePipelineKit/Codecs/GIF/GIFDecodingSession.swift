@@ -69,7 +69,8 @@ final class GIFDecodingSession: ImageDecodingSession, RemembersDecodingFailure {
                                                              isAnimationFrame: properties.isAnimated))
         }
         return try ImageContainer.rendering(frames, loopCount: loopCount ?? 1, orientation: .up,
-                                            fullSize: properties.dimensions, target: target)
+                                            fullSize: properties.dimensions, target: target,
+                                            isAnimated: properties.isAnimated)
     }
 
     // MARK: - Reading records

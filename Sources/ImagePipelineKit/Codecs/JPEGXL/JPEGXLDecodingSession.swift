@@ -90,7 +90,8 @@ final class JPEGXLDecodingSession: ImageDecodingSession, RemembersDecodingFailur
         guard let properties else { return nil }
         if isComplete {
             return try ImageContainer.rendering(frames, loopCount: properties.loopCount, orientation: appliedOrientation,
-                                                fullSize: properties.dimensions, target: target)
+                                                fullSize: properties.dimensions, target: target,
+                                                isAnimated: properties.isAnimated)
         }
         guard mode != .completeImage else { return nil }
         // An animation shows its first frame while loading; a still the passes decoded so far.

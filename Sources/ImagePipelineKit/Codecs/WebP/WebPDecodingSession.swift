@@ -71,11 +71,13 @@ final class WebPDecodingSession: ImageDecodingSession, RemembersDecodingFailure 
         guard let properties else { return nil }
         if let finalImage {
             return try ImageContainer.rendering(finalImage.frames, loopCount: finalImage.loopCount, orientation: .up,
-                                                fullSize: properties.dimensions, target: target)
+                                                fullSize: properties.dimensions, target: target,
+                                                isAnimated: properties.isAnimated)
         }
         guard mode == .anyProgress, let canvas, rowsDecoded > 0 else { return nil }
         let preview = try canvas.snapshot(rows: rowsDecoded)
-        return ImageContainer(bitmap: try preview.rendered(orientation: .up, fullSize: properties.dimensions, target: target))
+        return ImageContainer(bitmap: try preview.rendered(orientation: .up, fullSize: properties.dimensions, target: target,
+                                                           isAnimationFrame: properties.isAnimated))
     }
 
     // MARK: - Decoding
