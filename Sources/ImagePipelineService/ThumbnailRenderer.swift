@@ -25,8 +25,7 @@ struct ThumbnailRenderer: Sendable {
             switch self {
             case .explicit(let format): return format.rawValue
             case .negotiated(let accept):
-                let accepted = OutputFormat.acceptedMediaTypes(accept)
-                let best = [OutputFormat.avif, .webp].first { $0.isEncodable && accepted.contains($0.mediaType) }
+                let best = OutputFormat.preferredNewer(accepting: OutputFormat.acceptedMediaTypes(accept))
                 return best.map { "accept-\($0.rawValue)" } ?? "accept-source"
             }
         }

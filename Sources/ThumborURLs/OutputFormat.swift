@@ -29,9 +29,7 @@ public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
     /// can be encoded, otherwise PNG for a source with transparency and JPEG for one without.
     public static func negotiated(accept: String?, sourceType: ImageType?, hasTransparency: Bool) -> OutputFormat {
         let accepted = acceptedMediaTypes(accept)
-        for preferred in [OutputFormat.avif, .webp] where preferred.isEncodable && accepted.contains(preferred.mediaType) {
-            return preferred
-        }
+        if let preferred = preferredNewer(accepting: accepted) { return preferred }
         switch sourceType {
         case .jpeg?: return .jpeg
         case .png?: return .png
@@ -50,6 +48,12 @@ public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
         case .gif: self = .gif
         default: return nil
         }
+    }
+
+    /// The newer format a client that accepts `accepted` (``acceptedMediaTypes(_:)``) gets without `format()`:
+    /// AVIF where it can be encoded here, then WebP; `nil` when it lists neither.
+    public static func preferredNewer(accepting accepted: Set<String>) -> OutputFormat? {
+        [OutputFormat.avif, .webp].first { $0.isEncodable && accepted.contains($0.mediaType) }
     }
 
     /// The media types an `Accept` value names with a quality above zero (wildcards aside: `*/*` and

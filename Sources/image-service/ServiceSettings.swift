@@ -17,13 +17,16 @@ struct ServiceSettings {
         func text(_ flag: String?, _ variable: String) -> String? {
             flag ?? environment[variable].flatMap { $0.isEmpty ? nil : $0 }
         }
-        func number<T: LosslessStringConvertible & Comparable>(_ flag: T?, _ variable: String, minimum: T) throws -> T? {
+        func number<T: LosslessStringConvertible & Comparable>(_ flag: T?, _ variable: String, minimum: T,
+                                                               maximum: T? = nil) throws -> T? {
+            let inRange = { (value: T) in value >= minimum && maximum.map { value <= $0 } ?? true }
+            let range = maximum.map { "\(minimum)...\($0)" } ?? "≥ \(minimum)"
             if let flag {
-                guard flag >= minimum else { throw ValidationError("\(variable.lowercased()) must be at least \(minimum)") }
+                guard inRange(flag) else { throw ValidationError("\(variable.lowercased()) must be \(range)") }
                 return flag
             }
             guard let raw = environment[variable], !raw.isEmpty else { return nil }
-            guard let value = T(raw), value >= minimum else { throw ValidationError("\(variable)=\(raw) is not a number ≥ \(minimum)") }
+            guard let value = T(raw), inRange(value) else { throw ValidationError("\(variable)=\(raw) is not a number \(range)") }
             return value
         }
         func list(_ flags: [String], _ variable: String) -> [String] {
@@ -52,14 +55,10 @@ struct ServiceSettings {
         limits.maxRendersInFlight = try number(command.maxRenders, "IMAGE_SERVICE_MAX_RENDERS", minimum: 1) ?? limits.maxRendersInFlight
         limits.maxRendersWaiting = try number(command.maxWaiting, "IMAGE_SERVICE_MAX_WAITING", minimum: 0) ?? limits.maxRendersWaiting
         configuration.limits = limits
-        if let quality = try number(command.quality, "IMAGE_SERVICE_QUALITY", minimum: 1) {
-            guard quality <= 100 else { throw ValidationError("the quality must be 1...100") }
-            configuration.defaultQuality = quality
-        }
-        if let quality = try number(command.avifQuality, "IMAGE_SERVICE_AVIF_QUALITY", minimum: 1) {
-            guard quality <= 100 else { throw ValidationError("the AVIF quality must be 1...100") }
-            configuration.defaultAVIFQuality = quality
-        }
+        configuration.defaultQuality = try number(command.quality, "IMAGE_SERVICE_QUALITY", minimum: 1, maximum: 100)
+            ?? configuration.defaultQuality
+        configuration.defaultAVIFQuality = try number(command.avifQuality, "IMAGE_SERVICE_AVIF_QUALITY", minimum: 1, maximum: 100)
+            ?? configuration.defaultAVIFQuality
         configuration.cacheMaxAge = try number(command.maxAge, "IMAGE_SERVICE_MAX_AGE", minimum: 0) ?? configuration.cacheMaxAge
         cacheDirectory = URL(fileURLWithPath: text(command.cacheDirectory, "IMAGE_SERVICE_CACHE_DIR")
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("image-service-\(getpid())").path)

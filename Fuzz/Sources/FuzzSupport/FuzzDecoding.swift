@@ -39,8 +39,7 @@ public enum FuzzDecoding {
     public static func checkRender(_ container: ImageContainer, of properties: ImageProperties?, at target: TargetSizing) {
         guard let properties else { fatalError("a render came back before the session had properties") }
         // An animation (more than one frame, or properties that say it animates) is reduced but never enlarged.
-        let expected = properties.isAnimated || container.isAnimated
-            ? target.scaledSize(ofAnimation: properties.dimensions) : target.scaledSize(of: properties.dimensions)
+        let expected = target.scaledSize(of: properties.dimensions, isAnimated: properties.isAnimated || container.isAnimated)
         if container.dimensions != expected {
             fatalError("render is \(container.dimensions), the contract says \(expected) for \(properties.dimensions)")
         }

@@ -82,7 +82,6 @@ extension Bitmap {
     ///     never enlarged (``TargetSizing/scaledSize(ofAnimation:)``).
     public func rendered(orientation: ImageOrientation, fullSize: PixelSize, target: TargetSizing,
                          isAnimationFrame: Bool = false) throws -> Bitmap {
-        let size = isAnimationFrame ? target.scaledSize(ofAnimation: fullSize) : target.scaledSize(of: fullSize)
-        return try applying(orientation).scaled(to: size)
+        try applying(orientation).scaled(to: target.scaledSize(of: fullSize, isAnimated: isAnimationFrame))
     }
 }

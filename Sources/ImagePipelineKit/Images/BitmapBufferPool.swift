@@ -78,7 +78,8 @@ public final class BitmapBufferPool: Sendable {
 
     /// Maps a new buffer's pages in one call. A buffer this large comes from fresh pages, each of which would
     /// otherwise fault when the decoder first writes it: one trap per page. A cold pipeline's first screen
-    /// allocates most of its bitmaps this way, and the traps were a quarter of their cost. An older kernel refuses the advice, and the pages fault as before.
+    /// allocates most of its bitmaps this way, and the traps were a quarter of their cost. An older kernel
+    /// refuses the advice, and the pages fault as before.
     private static func prefault(_ buffer: Buffer) {
         #if os(Linux)
         let start = (Int(bitPattern: buffer.pointer) + pageSize - 1) & ~(pageSize - 1)

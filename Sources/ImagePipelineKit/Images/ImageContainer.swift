@@ -72,7 +72,7 @@ extension ImageContainer {
     /// Every frame scaled as `target` asks (an animation is never enlarged); `self` when nothing changes size.
     /// - Throws: ``ImageCodecError/limitExceeded(_:)`` when the target is unusable.
     public func scaled(for target: TargetSizing) throws -> ImageContainer {
-        let size = isAnimated ? target.scaledSize(ofAnimation: dimensions) : target.scaledSize(of: dimensions)
+        let size = target.scaledSize(of: dimensions, isAnimated: isAnimated)
         guard size != dimensions else { return self }
         DelegateQueueDiagnostics.noteHeavyWork()
         let scaled = try frames.map { frame in

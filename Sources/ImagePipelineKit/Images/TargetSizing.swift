@@ -71,6 +71,11 @@ public struct TargetSizing: Hashable, Sendable {
         return PixelSize(width: min(scaled.width, source.width), height: min(scaled.height, source.height))
     }
 
+    /// ``scaledSize(ofAnimation:)`` for an animation, ``scaledSize(of:)`` for a still.
+    public func scaledSize(of source: PixelSize, isAnimated: Bool) -> PixelSize {
+        isAnimated ? scaledSize(ofAnimation: source) : scaledSize(of: source)
+    }
+
     /// Whether an image of `size` already is what this sizing asks for (TIP's `tip_matchesTargetDimensions`).
     ///
     /// Rendered-cache lookups use this: an entry matches when scaling it would be a no-op.

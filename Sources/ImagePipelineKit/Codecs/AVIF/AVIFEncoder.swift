@@ -26,8 +26,10 @@ public struct AVIFEncoder: ImageEncoder {
     /// - Throws: ``ImageCodecError/unsupported(_:)`` when libavif cannot be loaded or has no encoder, and
     ///   ``ImageCodecError/encodingFailed(_:)`` when it refuses the image.
     public func encode(_ image: ImageContainer, options: EncodingOptions, quality: Double) throws -> Data {
-        if let unavailable = ipk_avif_load() { throw ImageCodecError.unsupported("AVIF: \(String(cString: unavailable))") }
-        guard Self.isAvailable else { throw ImageCodecError.unsupported("AVIF: this libavif has no AV1 encoder") }
+        guard Self.isAvailable else {
+            let reason = ipk_avif_load().map { String(cString: $0) } ?? "this libavif has no AV1 encoder"
+            throw ImageCodecError.unsupported("AVIF: \(reason)")
+        }
         let bitmap = image.bitmap
         guard let planes = ipk_avifImageCreate(UInt32(bitmap.width), UInt32(bitmap.height), 8, AVIF_PIXEL_FORMAT_YUV420) else {
             throw ImageCodecError.encodingFailed("libavif could not allocate a \(bitmap.width)x\(bitmap.height) image")
