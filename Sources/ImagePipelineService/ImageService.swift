@@ -18,6 +18,7 @@ public final class ImageService: Sendable {
     private let results: ResultCache
     private let admission: RenderAdmission
     private let coalescing = RenderCoalescing<ResultCache.Entry>()
+    private let checkedPaths = CheckedPaths()
     private let logger: Logger
 
     /// A service fetching sources through `sourcePipeline` and keeping rendered answers in `resultStore`'s memory
@@ -43,11 +44,45 @@ public final class ImageService: Sendable {
         let started = ContinuousClock.now
         metrics.requestStarted()
         let response = await withSpan("image-service.request", ofKind: .server) { span in
-            span.attributes["http.target"] = String(request.path.prefix(256))
             let response = await answer(request)
-            span.attributes["http.status_code"] = response.status
+            Self.describe(span, request, response)
             return response
         }
+        finish(request, response, started: started)
+        return response
+    }
+
+    /// The answer to `request` when its path is valid and the result cache holds its thumbnail in memory, else
+    /// `nil` (a refusal, a disk hit or a render is left to ``respond(to:)``). It neither waits nor blocks, so an
+    /// event loop may ask (``CachedAnswerHandler``); an answer is counted, logged and traced as
+    /// ``respond(to:)`` would.
+    public func answerFromMemory(_ request: ImageServiceRequest) -> ImageServiceResponse? {
+        let started = ContinuousClock.now
+        guard let checked = try? check(request.path) else { return nil }
+        let choice = formatChoice(for: checked.thumbnail, accept: request.accept)
+        guard let entry = results.memoryEntry(for: checked.resultKey(choice)) else { return nil }
+        metrics.requestStarted()
+        metrics.resultCacheHit(tier: .memory)
+        var response = withSpan("image-service.request", ofKind: .server) { span in
+            let response = self.response(entry, request: request, negotiated: choice.isNegotiated,
+                                         tier: ResultCache.Tier.memory.rawValue)
+            Self.describe(span, request, response)
+            return response
+        }
+        response.sourceHost = checked.source.host
+        finish(request, response, started: started)
+        return response
+    }
+
+    /// The request span's attributes, made only when a tracer records them.
+    private static func describe(_ span: any Span, _ request: ImageServiceRequest, _ response: ImageServiceResponse) {
+        guard span.isRecording else { return }
+        span.attributes["http.target"] = String(request.path.prefix(256))
+        span.attributes["http.status_code"] = response.status
+    }
+
+    /// The metrics and the log line of an answered request.
+    private func finish(_ request: ImageServiceRequest, _ response: ImageServiceResponse, started: ContinuousClock.Instant) {
         let duration = ContinuousClock.now - started
         metrics.requestFinished(status: response.status, duration: duration, shed: response.status == 503)
         var metadata: Logger.Metadata = [
@@ -57,44 +92,51 @@ public final class ImageService: Sendable {
         ]
         if let host = response.sourceHost { metadata["source-host"] = .string(host) }
         logger.info("request", metadata: metadata)
-        return response
     }
 
     private func answer(_ request: ImageServiceRequest) async -> ImageServiceResponse {
-        let path = request.path
-        guard path.utf8.count <= configuration.limits.maxPathBytes else {
-            return .failure(.uriTooLong(configuration.limits.maxPathBytes))
-        }
-        let parsed: ThumborPath.Parsed
+        let checked: CheckedPath
         do {
-            parsed = try ThumborPath.parse(Substring(path))
-            try authorize(parsed)
+            checked = try check(request.path)
         } catch {
-            return .failure(error)
+            var refusal = ImageServiceResponse.failure(error)
+            // A refused source is still named in the log line.
+            refusal.sourceHost = (try? ThumborPath.parse(Substring(request.path))).flatMap { URL(string: $0.request.source)?.host }
+            return refusal
         }
-        let thumbnail = parsed.request
-        let host = URL(string: thumbnail.source)?.host
-        var reply = await answer(thumbnail, request: request)
-        reply.sourceHost = host
+        var reply = await answer(checked, request: request)
+        reply.sourceHost = checked.source.host
         return reply
+    }
+
+    /// The path parsed, its signature verified and its source matched against the allow-list (remembered for
+    /// paths asked for again).
+    private func check(_ path: String) throws(ServiceError) -> CheckedPath {
+        guard path.utf8.count <= configuration.limits.maxPathBytes else {
+            throw .uriTooLong(configuration.limits.maxPathBytes)
+        }
+        return try checkedPaths.checked(path) { [self] path throws(ServiceError) in
+            let parsed = try ThumborPath.parse(Substring(path))
+            try authorize(parsed)
+            let thumbnail = parsed.request
+            return CheckedPath(thumbnail: thumbnail, source: try configuration.sourcePolicy.allowedURL(thumbnail.source))
+        }
+    }
+
+    private func formatChoice(for thumbnail: ThumbnailRequest, accept: String?) -> ThumbnailRenderer.FormatChoice {
+        thumbnail.filters.format.map { .explicit($0) } ?? .negotiated(accept: accept)
     }
 
     /// The answer for a checked request: from the result cache when it has it (synchronously, no slot, no
     /// deadline needed), else from the render for its key, within the deadline.
-    private func answer(_ thumbnail: ThumbnailRequest, request: ImageServiceRequest) async -> ImageServiceResponse {
-        let url: URL
-        do {
-            url = try configuration.sourcePolicy.allowedURL(thumbnail.source)
-        } catch {
-            return .failure(error)
-        }
-        let choice: ThumbnailRenderer.FormatChoice = thumbnail.filters.format.map { .explicit($0) } ?? .negotiated(accept: request.accept)
+    private func answer(_ checked: CheckedPath, request: ImageServiceRequest) async -> ImageServiceResponse {
+        let (thumbnail, url) = (checked.thumbnail, checked.source)
+        let choice = formatChoice(for: thumbnail, accept: request.accept)
         if case .explicit(let format) = choice, !format.isEncodable { return .failure(.unsupportedOutputFormat(format.rawValue)) }
-        let negotiated = thumbnail.filters.format == nil
-        let key = ResultCache.key(for: thumbnail.canonicalDescription + "|" + choice.cacheKeyPart)
+        let key = checked.resultKey(choice)
         if let (entry, tier) = results.entry(for: key) {
             metrics.resultCacheHit(tier: tier)
-            return response(entry, request: request, negotiated: negotiated, tier: tier.rawValue)
+            return response(entry, request: request, negotiated: choice.isNegotiated, tier: tier.rawValue)
         }
         // Shed at once when no render could start or wait: no task, no deadline timer, no hop.
         if admission.isFull && !coalescing.isRendering(key) {
@@ -104,7 +146,8 @@ public final class ImageService: Sendable {
             let (result, isShared) = await coalescing.value(for: key) { [self] in
                 await render(thumbnail, url: url, choice: choice, key: key)
             }
-            return response(try result.get(), request: request, negotiated: negotiated, tier: isShared ? "coalesced" : "rendered")
+            return response(try result.get(), request: request, negotiated: choice.isNegotiated,
+                            tier: isShared ? "coalesced" : "rendered")
         }
         switch outcome {
         case .success(let answer): return answer

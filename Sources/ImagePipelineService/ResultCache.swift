@@ -38,12 +38,15 @@ final class ResultCache: Sendable {
     }
 
     func entry(for key: String) -> (Entry, Tier)? {
-        if let cached = store.memoryCache.entry(for: key)?.complete, let entry = Self.entry(cached) {
-            return (entry, .memory)
-        }
+        if let entry = memoryEntry(for: key) { return (entry, .memory) }
         guard let cached = store.diskCache?.entry(for: key)?.complete, let entry = Self.entry(cached) else { return nil }
         store.memoryCache.storeComplete(cached, identifier: key)
         return (entry, .disk)
+    }
+
+    /// The entry when memory holds it: no file is read.
+    func memoryEntry(for key: String) -> Entry? {
+        store.memoryCache.entry(for: key)?.complete.flatMap(Self.entry)
     }
 
     /// Keeps `data` as `key`'s answer; returns the entry with its validators.

@@ -23,6 +23,11 @@ final class ServiceMetrics: Sendable {
     private let shed = Counter(label: "image_service_requests_shed_total")
     private let fetchTime = Metrics.Timer(label: "image_service_source_fetch_seconds")
     private let encodeTime = Metrics.Timer(label: "image_service_encode_seconds")
+    /// The counters by dimension, made once each: making one asks the metrics backend's registry.
+    private let requestsByStatus = Locked<[Int: Counter]>([:])
+    private let resultCacheHits = Dictionary(uniqueKeysWithValues: [ResultCache.Tier.memory, .disk].map { tier in
+        (tier, Counter(label: "image_service_result_cache_hits_total", dimensions: [("tier", tier.rawValue)]))
+    })
 
     func requestStarted() {
         inFlightGauge.record(inFlight.withLock { $0 += 1; return $0 })
@@ -30,13 +35,18 @@ final class ServiceMetrics: Sendable {
 
     func requestFinished(status: Int, duration elapsed: Duration, shed wasShed: Bool) {
         inFlightGauge.record(inFlight.withLock { $0 -= 1; return $0 })
-        Counter(label: "image_service_requests_total", dimensions: [("status", String(status))]).increment()
+        requestsByStatus.withLock { counters in
+            if let counter = counters[status] { return counter }
+            let counter = Counter(label: "image_service_requests_total", dimensions: [("status", String(status))])
+            counters[status] = counter
+            return counter
+        }.increment()
         duration.recordSeconds(elapsed / .seconds(1))
         if wasShed { shed.increment() }
     }
 
     func resultCacheHit(tier: ResultCache.Tier) {
-        Counter(label: "image_service_result_cache_hits_total", dimensions: [("tier", tier.rawValue)]).increment()
+        resultCacheHits[tier]?.increment()
     }
 
     func rendered(_ rendered: ThumbnailRenderer.Rendered) {

@@ -20,6 +20,17 @@ struct ThumbnailRenderer: Sendable {
         /// By the client's `Accept` and the source (``OutputFormat/negotiated(accept:sourceType:hasTransparency:)``).
         case negotiated(accept: String?)
 
+        /// Whether `Accept` chose the format: the answer then varies by it.
+        var isNegotiated: Bool {
+            if case .negotiated = self { return true }
+            return false
+        }
+
+        /// One choice for each format `Accept` can lead to: the keys a path without `format()` may need.
+        static let everyNegotiatedOutcome: [FormatChoice] = [
+            .negotiated(accept: "image/avif"), .negotiated(accept: "image/webp"), .negotiated(accept: nil),
+        ]
+
         /// What the result cache's key needs to tell apart: the answer depends only on this and the request.
         var cacheKeyPart: String {
             switch self {

@@ -129,9 +129,13 @@ struct ImageServiceCommand: AsyncParsableCommand {
         let router = Router()
         routes.register(on: router)
         let (host, port) = (settings.host, settings.port)
+        let serverName = "image-service"
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname(host, port: port), serverName: "image-service"),
+            // Thumbnails the result cache holds in memory are answered on the event loop, the rest by the routes.
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [CachedAnswerHandler(service: service, serverName: serverName)])),
+            configuration: .init(address: .hostname(host, port: port), serverName: serverName),
             onServerRunning: { channel in
                 // Written straight to the descriptor: the line must reach a reading parent at once.
                 let line = "listening on http://\(host):\(channel.localAddress?.port ?? port)\n"

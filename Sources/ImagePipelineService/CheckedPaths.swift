@@ -1,0 +1,57 @@
+import Foundation
+import PipelineLocking
+import ThumborURLs
+
+/// A thumbor path that parsed, whose signature is valid (or that may be unsafe), and whose source the allow-list
+/// lets be fetched: everything the result cache's key and a render need from the path.
+struct CheckedPath: Sendable {
+    var thumbnail: ThumbnailRequest
+    var source: URL
+    /// The result cache's key for each format the answer can take (``ThumbnailRenderer/FormatChoice/cacheKeyPart``):
+    /// one with a `format()` filter, one per outcome of `Accept` without. Made once, since each is a digest.
+    private var resultKeys: [String: String]
+
+    init(thumbnail: ThumbnailRequest, source: URL) {
+        self.thumbnail = thumbnail
+        self.source = source
+        let canonical = thumbnail.canonicalDescription
+        let choices: [ThumbnailRenderer.FormatChoice] = thumbnail.filters.format.map { [.explicit($0)] }
+            ?? ThumbnailRenderer.FormatChoice.everyNegotiatedOutcome
+        // Two choices may lead to one format (AVIF, say, where no AVIF encoder is present).
+        resultKeys = Dictionary(choices.map { choice in
+            (choice.cacheKeyPart, ResultCache.key(for: canonical + "|" + choice.cacheKeyPart))
+        }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The result cache's key of the rendering in the format `choice` gives.
+    func resultKey(_ choice: ThumbnailRenderer.FormatChoice) -> String {
+        let part = choice.cacheKeyPart
+        return resultKeys[part] ?? ResultCache.key(for: thumbnail.canonicalDescription + "|" + part)
+    }
+}
+
+/// Paths checked before: a thumbnail asked for again and again is parsed, verified and matched against the
+/// allow-list once, not on every request.
+///
+/// A check depends only on the path and the service's configuration, which does not change while the service
+/// runs, so a remembered answer stays right. Only paths that passed are kept (a refusal is checked again, and
+/// costs what it did). Bounded: when `capacity` paths are kept, the next new one starts the memory afresh.
+final class CheckedPaths: Sendable {
+    private let paths = Locked<[String: CheckedPath]>([:])
+    private let capacity: Int
+
+    init(capacity: Int = 4_096) {
+        self.capacity = capacity
+    }
+
+    /// The remembered check of `path`, or `check`'s answer, remembered when it passed.
+    func checked(_ path: String, by check: (String) throws(ServiceError) -> CheckedPath) throws(ServiceError) -> CheckedPath {
+        if let known = paths.withLock({ $0[path] }) { return known }
+        let checked = try check(path)
+        paths.withLock { paths in
+            if paths.count >= capacity { paths.removeAll(keepingCapacity: true) }
+            paths[path] = checked
+        }
+        return checked
+    }
+}
