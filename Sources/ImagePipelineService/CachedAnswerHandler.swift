@@ -5,14 +5,15 @@ import ImagePipelineKit
 import NIOCore
 import NIOHTTPTypes
 
-/// Answers, on the connection's event loop, the requests whose thumbnail the result cache holds in memory, and
-/// passes every other request on to the Hummingbird routes.
+/// Answers, on the connection's event loop, the requests that need no wait (a thumbnail the result cache holds
+/// in memory, or a `503` when the service is too busy to render), and passes every other request on to the
+/// Hummingbird routes.
 ///
 /// A cached thumbnail is a lookup, but through the routes it also costs two thread hops (the event loop hands the
-/// request to a task, the task hands the response back) and the task's own machinery, several times the lookup.
-/// Here the answer leaves from the thread that read the request. It is the same answer, with the same headers,
-/// counted in the same metrics and logged on the same line, that ``ImageServiceRoutes`` would give
-/// (``ImageService/answerFromMemory(_:)``).
+/// request to a task, the task hands the response back) and the task's own machinery, several times the lookup;
+/// and an overloaded service's refusal would wait for a thread among the busy ones. Here the answer leaves from
+/// the thread that read the request. It is the same answer, with the same headers, counted in the same metrics
+/// and logged on the same line, that ``ImageServiceRoutes`` would give (``ImageService/answerWithoutWaiting(_:)``).
 ///
 /// Add one per connection, for routes registered at the router's root:
 ///
@@ -82,7 +83,7 @@ public final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHa
         guard head.method == .get || head.method == .head, let target = head.path else { return nil }
         // The routes see the path without its query, still percent-encoded, as thumbor signs it.
         let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(target[..<$0]) } ?? target
-        return service.answerFromMemory(ImageServiceRequest(
+        return service.answerWithoutWaiting(ImageServiceRequest(
             path: path, accept: head.headerFields[.accept], ifNoneMatch: head.headerFields[.ifNoneMatch],
             requestID: RequestID().description))
     }

@@ -52,24 +52,30 @@ public final class ImageService: Sendable {
         return response
     }
 
-    /// The answer to `request` when its path is valid and the result cache holds its thumbnail in memory, else
-    /// `nil` (a refusal, a disk hit or a render is left to ``respond(to:)``). It neither waits nor blocks, so an
-    /// event loop may ask (``CachedAnswerHandler``); an answer is counted, logged and traced as
-    /// ``respond(to:)`` would.
-    public func answerFromMemory(_ request: ImageServiceRequest) -> ImageServiceResponse? {
+    /// The answer to `request` when it needs no wait: its path is valid and the result cache holds its thumbnail
+    /// in memory, or the thumbnail would have to be rendered and the service is too busy to start or queue a
+    /// render (a `503`). Otherwise `nil`: a refusal of the request itself, a disk hit or a render is left to
+    /// ``respond(to:)``. It neither waits nor reads a file, so an event loop may ask (``CachedAnswerHandler``);
+    /// an answer is counted, logged and traced as ``respond(to:)`` would.
+    public func answerWithoutWaiting(_ request: ImageServiceRequest) -> ImageServiceResponse? {
         let started = ContinuousClock.now
         guard let checked = try? check(request.path) else { return nil }
         let choice = formatChoice(for: checked.thumbnail, accept: request.accept)
-        guard let entry = results.memoryEntry(for: checked.resultKey(choice)) else { return nil }
-        metrics.requestStarted()
-        metrics.resultCacheHit(tier: .memory)
-        var response = withSpan("image-service.request", ofKind: .server) { span in
-            let response = self.response(entry, request: request, negotiated: choice.isNegotiated,
-                                         tier: ResultCache.Tier.memory.rawValue)
-            Self.describe(span, request, response)
-            return response
+        if case .explicit(let format) = choice, !format.isEncodable { return nil }
+        let key = checked.resultKey(choice)
+        var response: ImageServiceResponse
+        if let entry = results.memoryEntry(for: key) {
+            metrics.resultCacheHit(tier: .memory)
+            response = self.response(entry, request: request, negotiated: choice.isNegotiated,
+                                     tier: ResultCache.Tier.memory.rawValue)
+        } else if admission.isFull, !coalescing.isRendering(key), !results.isOnDisk(key) {
+            response = .failure(.overloaded(retryAfterSeconds: configuration.limits.retryAfterSeconds))
+        } else {
+            return nil
         }
         response.sourceHost = checked.source.host
+        metrics.requestStarted()
+        withSpan("image-service.request", ofKind: .server) { span in Self.describe(span, request, response) }
         finish(request, response, started: started)
         return response
     }

@@ -49,6 +49,11 @@ final class ResultCache: Sendable {
         store.memoryCache.entry(for: key)?.complete.flatMap(Self.entry)
     }
 
+    /// Whether the disk holds an entry for `key`, by the disk cache's index alone (no file is read).
+    func isOnDisk(_ key: String) -> Bool {
+        store.diskCache?.completeEntryInfo(for: key) != nil
+    }
+
     /// Keeps `data` as `key`'s answer; returns the entry with its validators.
     func store(_ data: Data, format: OutputFormat, dimensions: PixelSize, source: URL, key: String) -> Entry {
         let digest = Self.hex(SHA256.hash(data: data).prefix(16))
