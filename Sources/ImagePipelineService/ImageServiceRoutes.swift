@@ -12,7 +12,8 @@ import Hummingbird
 /// try await app.runService()
 /// ```
 ///
-/// The thumbnail route reads the raw request path (percent-encoded, `//` kept), as thumbor signs it.
+/// The thumbnail route reads the raw request path (percent-encoded, `//` kept), as thumbor signs it. A
+/// ``CachedAnswerHandler`` on the server's channels answers cached thumbnails before they reach these routes.
 public struct ImageServiceRoutes: Sendable {
     public let service: ImageService
     /// The text `/metrics` answers (Prometheus' exposition format), or `nil` for no such route.

@@ -34,7 +34,7 @@ extension FetchOperation {
             }
             let (result, keepRendition) = _queue_finalResult(decoded, of: cached, source: source)
             // The operation reports finished once the rendition is kept.
-            _queue_succeed(result, percolate: keepRendition)
+            _queue_succeed(result, afterDelivery: keepRendition.map { [$0] } ?? [])
         }
     }
 
@@ -42,43 +42,32 @@ extension FetchOperation {
     /// rendered cache (which answers the fetches waiting for that rendition), with the step that keeps it in
     /// the rendition tables after delivery.
     func _queue_finalResult(_ decoded: DecodedImage, of cached: CachedImageData, source: ImageLoadSource)
-        -> (result: FetchResult, keepRendition: (@Sendable () -> Void)?) {
+        -> (result: FetchResult, keepRendition: AfterDeliveryStep?) {
         let dimensions = decoded.properties.dimensions
         let (image, transformed) = _queue_transform(decoded.container, progress: 1)
         _queue_keepRendered(image, from: cached.url, sourceDimensions: dimensions, isPlaceholder: cached.isPlaceholder,
                             transformed: transformed)
         let result = FetchResult(image: image, source: source, url: cached.url, originalDimensions: dimensions,
                                  isPlaceholder: cached.isPlaceholder, identifier: plan.identifier, imageWasTransformed: transformed)
-        return (result, _queue_renditionKeeper(image, of: CachedImageInfo(cached), transformed: transformed))
+        return (result, _queue_renditionStep(image, of: CachedImageInfo(cached), transformed: transformed))
     }
 
     /// Succeeds with `result`, made from newly fetched bytes (a download, or the fleet's shared cache): `cached`
     /// goes in the memory cache before the delegate hears of it, so a fetch started from the final callback
     /// finds it there, and on disk after (or, when `writesToDisk` is false, the disk forgets the identifier's
-    /// image). The store is announced, and `afterStore` runs, before the operation reports finished.
+    /// image). The store is announced, and the steps of `afterStore` run, before the operation reports finished.
     func _queue_succeed(_ result: FetchResult, storing cached: CachedImageData, decoded: DecodedImage,
-                        replacesSameURL: Bool = false, writesToDisk: Bool = true,
-                        afterStore: @escaping @Sendable () -> Void) {
-        let caches = pipeline.caches
-        let configuration = pipeline.configuration
+                        replacesSameURL: Bool = false, writesToDisk: Bool = true, afterStore: [AfterDeliveryStep]) {
         let inMemory = measuring(.memoryStore) {
-            caches.keepDownloaded(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
+            pipeline.caches.keepDownloaded(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
         }
         let storedInfo = StoredImageInfo(pipelineIdentifier: pipeline.identifier, identifier: plan.identifier,
                                          url: plan.url, dimensions: decoded.properties.dimensions,
                                          isPlaceholder: plan.isPlaceholder, wasManuallyStored: false,
                                          image: decoded.container)
-        _queue_succeed(result) { [self] in
-            defer { afterStore() }
-            let onDisk = measuring(.diskWrite) {
-                writesToDisk
-                    ? configuration.timingDiskCache(.write) {
-                        caches.writeDownloadedToDisk(cached, identifier: plan.identifier, replacesSameURL: replacesSameURL)
-                    }
-                    : caches.forgetOnDisk(identifier: plan.identifier, url: plan.url)
-            }
-            if !inMemory, onDisk { pipeline.announceStore(storedInfo) }
-        }
+        let diskWrite = AfterDeliveryStep.writeToDisk(cached, replacesSameURL: replacesSameURL, writes: writesToDisk,
+                                                      announcement: inMemory ? nil : storedInfo)
+        _queue_succeed(result, afterDelivery: [diskWrite] + afterStore)
         // Stored in memory already: announced right after the final callback, in the same turn of the delegate
         // queue, instead of in a turn of its own once the disk write is over.
         if inMemory { _queue_onDelegateQueue(pipeline.storeAnnouncement(storedInfo)) }

@@ -83,13 +83,12 @@ extension FetchOperation {
             _queue_fail(FetchError(networkError: error))
         case .success(let result):
             // The owner says when identical fetches may stop getting these bytes from the coordinator: once they
-            // are in the caches, or when it will not store them.
-            let stored: @Sendable () -> Void = { [attachment = shared.withLock { $0.attachment }] in
-                if result.isOwner { attachment?.resultStored() }
-            }
+            // are in the caches (a step after delivery), or at once when it will not store them.
+            let release = result.isOwner ? shared.withLock({ $0.attachment }).map { AfterDeliveryStep.releaseDownload($0) } : nil
+            let releaseNow: @Sendable () -> Void = { [self] in release.map { _queue_runAfterDelivery([$0]) } }
             // A fetch cancelled as its last bytes came in (its cell scrolled off, say) does not decode them
             // (TIP's abort check before every step).
-            guard !_queue_abortIfNeeded() else { return stored() }
+            guard !_queue_abortIfNeeded() else { return releaseNow() }
             // A fetch that got the bytes after the decode another fetch made of them ended (a download stays
             // joinable until stored; the decode's image is held until it is in the rendered cache) takes it from
             // there rather than decoding again, when that rendition is of these bytes' URL (one of another URL, a
@@ -99,18 +98,18 @@ extension FetchOperation {
             }
             if !result.isOwner, let rendered = rendition() { return _queue_networkSucceeded(result, rendered: rendered) }
             let shortcut = result.isOwner
-                ? _queue_ownerShortcut(result, rendition: rendition, whenStored: stored)
+                ? _queue_ownerShortcut(result, rendition: rendition, release: release)
                 : RenditionShortcut(find: rendition) { [self] rendered in _queue_networkSucceeded(result, rendered: rendered) }
             // Fetches that shared the download share its decode too.
-            _queue_decodeShared(result.data, ifAborted: stored, unlessRendered: shortcut,
+            _queue_decodeShared(result.data, ifAborted: releaseNow, unlessRendered: shortcut,
                                 finishingIncremental: true) { [self] outcome in
                 switch outcome {
                 case .success(let decoded):
-                    _queue_networkSucceeded(result, decoded: decoded, whenStored: stored)
+                    _queue_networkSucceeded(result, decoded: decoded, release: release)
                 case .failure(let error):
                     pipeline.configuration.report(.imageDownloadedCouldNotBeDecoded(identifier: plan.identifier,
                                                                                     bytes: result.data.count))
-                    stored()
+                    releaseNow()
                     _queue_fail(FetchError(.couldNotDecodeImage, underlying: error))
                 }
             }
@@ -132,13 +131,13 @@ extension FetchOperation {
     /// numbers). Only an untransformed rendition is the decoded image that the store announces; a request that
     /// may not read memory takes nothing from it.
     private func _queue_ownerShortcut(_ result: DownloadResult, rendition: @escaping @Sendable () -> FetchResult?,
-                                      whenStored stored: @escaping @Sendable () -> Void) -> RenditionShortcut? {
+                                      release: AfterDeliveryStep?) -> RenditionShortcut? {
         guard plan.sources.contains(.memoryCache), let type = ImageType.detect(magicNumbersOf: result.data) else { return nil }
         return RenditionShortcut(find: { rendition().flatMap { $0.imageWasTransformed ? nil : $0 } }) { [self] rendered in
             let properties = ImageProperties(type: type, dimensions: rendered.originalDimensions,
                                              isAnimated: rendered.image.isAnimated, frameCount: rendered.image.frameCount)
             _queue_networkSucceeded(result, decoded: DecodedImage(container: rendered.image, properties: properties),
-                                    whenStored: stored)
+                                    release: release)
         }
     }
 
@@ -152,8 +151,9 @@ extension FetchOperation {
         _queue_succeed(image)
     }
 
-    private func _queue_networkSucceeded(_ result: DownloadResult, decoded: DecodedImage,
-                                         whenStored stored: @escaping @Sendable () -> Void) {
+    /// A download decoded: its bytes go in memory now and on disk after delivery, followed by the steps that come
+    /// after a store (`release`, the owner's release of the shared download, first).
+    private func _queue_networkSucceeded(_ result: DownloadResult, decoded: DecodedImage, release: AfterDeliveryStep?) {
         let source: ImageLoadSource = result.wasResumed ? .networkResumed : .network
         _queue_noteNetworkImage(result, type: decoded.properties.type, dimensions: decoded.properties.dimensions)
         let cached = plan.cachedImage(result.data, dimensions: decoded.properties.dimensions,
@@ -162,7 +162,7 @@ extension FetchOperation {
                                                                       receivedAt: responseReceivedAt ?? Date()))
         let (image, keepRendition) = _queue_finalResult(decoded, of: cached, source: source)
         // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
-        guard result.isOwner else { return _queue_succeed(image, percolate: keepRendition) }
+        guard result.isOwner else { return _queue_succeed(image, afterDelivery: keepRendition.map { [$0] } ?? []) }
         pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)
         let replacesSameURL = _queue_downloadReplacesSameURL
         // Under the HTTP policy, a response that forbids storing stays off the disk, and so does the image it
@@ -170,11 +170,7 @@ extension FetchOperation {
         let writesToDisk = !(replacesSameURL && cached.httpMetadata?.directives.noStore == true)
         let writeThrough = writesToDisk ? _queue_sharedCacheWriteThrough(of: cached, type: decoded.properties.type) : nil
         _queue_succeed(image, storing: cached, decoded: decoded, replacesSameURL: replacesSameURL,
-                       writesToDisk: writesToDisk) {
-            stored()
-            keepRendition?()
-            writeThrough?()
-        }
+                       writesToDisk: writesToDisk, afterStore: [release, keepRendition, writeThrough].compactMap { $0 })
     }
 
     /// A download that stopped early leaves its bytes for the next fetch to resume (never for placeholders).

@@ -46,16 +46,9 @@ extension FetchOperation {
     /// image `source` in the rendition tables (an animation's first frame only); `nil`, so that the fetch takes
     /// no extra step, when there is nothing to keep: no tables, a placeholder, a request whose renditions are
     /// never kept, or a transformer that left the image as it was (the key would claim it transformed).
-    func _queue_renditionKeeper(_ image: ImageContainer, of source: CachedImageInfo,
-                                transformed: Bool) -> (@Sendable () -> Void)? {
+    func _queue_renditionStep(_ image: ImageContainer, of source: CachedImageInfo, transformed: Bool) -> AfterDeliveryStep? {
         guard pipeline.caches.keepsRenditionTables, transformed == (plan.transformer != nil),
               let key = plan.keys.renditionKey(of: source) else { return nil }
-        let caches = pipeline.caches
-        let configuration = pipeline.configuration
-        return {
-            configuration.measuring(.renditionStore) {
-                caches.keepRendition(image.bitmap, key: image.isAnimated ? key.firstFrame : key)
-            }
-        }
+        return .keepRendition(image, key)
     }
 }

@@ -104,14 +104,14 @@ extension FetchOperation {
                 return _queue_continue(with: .miss)
             }
             let (result, keepRendition) = _queue_finalResult(decoded, of: cached, source: .sharedCache)
-            _queue_succeed(result, storing: cached, decoded: decoded) { keepRendition?() }
+            _queue_succeed(result, storing: cached, decoded: decoded, afterStore: keepRendition.map { [$0] } ?? [])
         }
     }
 
-    /// The write-through of a downloaded image to the shared cache, to run after delivery; it gives this fetch's
+    /// The write-through of a downloaded image to the shared cache, a step after delivery; it gives this fetch's
     /// fill lease back once the value is there. Taken now, so that finishing the fetch does not give the lease
     /// back first. `nil` without a shared cache, and for placeholders (partial images never get here).
-    func _queue_sharedCacheWriteThrough(of cached: CachedImageData, type: ImageType?) -> (@Sendable () -> Void)? {
+    func _queue_sharedCacheWriteThrough(of cached: CachedImageData, type: ImageType?) -> AfterDeliveryStep? {
         let lease = sharedCacheLease
         sharedCacheLease = nil
         guard let access = pipeline.sharedCacheIfAny, !cached.isPlaceholder else {
@@ -122,8 +122,7 @@ extension FetchOperation {
                                      contentType: type?.mimeType, isAnimated: cached.isAnimated,
                                      eTag: cached.httpMetadata?.entityTag, lastModified: cached.httpMetadata?.lastModified,
                                      timeToLive: cached.timeToLive)
-        let key = access.key(for: plan.keys)
-        return { access.writeThrough(value, key: key, releasing: lease) }
+        return .writeThrough(value, key: access.key(for: plan.keys), access: access, lease: lease)
     }
 
     /// A fetch that ends still holding the fill lease (it failed, was cancelled, or joined a download another

@@ -280,10 +280,10 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     // MARK: - Finishing
 
-    /// Succeeds with `result`. `percolate` (the disk write; the in-memory caches are written before this is
-    /// called) runs on this queue after the delegate heard of the image and before the operation reports
-    /// finished, so the disk write never delays the image.
-    func _queue_succeed(_ result: FetchResult, percolate: (@Sendable () -> Void)? = nil) {
+    /// Succeeds with `result`. `afterDelivery` (the disk write and what follows it; the in-memory caches are
+    /// written before this is called) runs on this queue after the delegate heard of the image and before the
+    /// operation reports finished, so none of it delays the image.
+    func _queue_succeed(_ result: FetchResult, afterDelivery: [AfterDeliveryStep] = []) {
         guard !state.isFinished else { return }
         metricsRecorder.hitFinal()
         let metrics = metricsRecorder.finish(cancelled: false)
@@ -294,7 +294,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
             $0.metrics = metrics
         }
         pipeline.configuration.recordFetch(of: pipeline.identifier, identifier: plan.identifier, metrics: metrics, outcome: .success)
-        _queue_finish(state: .succeeded, then: percolate) { $0.fetchOperation(self, didLoadFinalImage: result) }
+        _queue_finish(state: .succeeded, afterDelivery: afterDelivery) { $0.fetchOperation(self, didLoadFinalImage: result) }
     }
 
     func _queue_fail(_ error: FetchError) {
@@ -312,9 +312,10 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         }
     }
 
-    /// Sets the final state, then tells the delegate, then runs `then` back on this queue, and only after that
-    /// reports the operation finished (TIP's ordering guarantee: the final callback happens before `isFinished`).
-    private func _queue_finish(state finalState: State, then: (@Sendable () -> Void)? = nil,
+    /// Sets the final state, then tells the delegate, then runs `afterDelivery` back on this queue, and only after
+    /// that reports the operation finished (TIP's ordering guarantee: the final callback happens before
+    /// `isFinished`).
+    private func _queue_finish(state finalState: State, afterDelivery: [AfterDeliveryStep] = [],
                                _ callback: @escaping @Sendable (any FetchDelegate) -> Void) {
         _queue_setState(finalState)
         _queue_releaseSharedCacheLease()
@@ -327,9 +328,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
             // Given back once the delegate has the image (or the error): from here the pixels are the app's.
             claims.forEach { $0.releaseAll() }
             let afterwards: @Sendable () -> Void = { [self] in
-                guard let then else { return markFinished() }
+                guard !afterDelivery.isEmpty else { return markFinished() }
                 queue.async { [self] in
-                    then()
+                    _queue_runAfterDelivery(afterDelivery)
                     markFinished()
                 }
             }

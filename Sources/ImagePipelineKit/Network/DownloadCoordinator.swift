@@ -26,7 +26,7 @@ import PipelineLocking
 /// are named `_queue_…`, and clients are called on it.
 public final class DownloadCoordinator: @unchecked Sendable {
     // @unchecked: `downloads`, `pending`, `running` and every SharedDownload are touched only on `queue`;
-    // `limit` and `yields` are behind their locks.
+    // `limit`, `yields` and `unstored` are behind their locks.
 
     /// The downloader that moves the bytes.
     public let downloader: any ImageDownloader
@@ -41,9 +41,11 @@ public final class DownloadCoordinator: @unchecked Sendable {
     private var nextSequence = 0
     private var joins = 0
     /// Downloads that succeeded whose owner has not yet stored the image (see `sharesResultUntilStored`). The
-    /// owner is only named, not held: holding it would keep its fetch, and the fetch's pipeline, alive.
-    private var unstored: [ImageDownloadRequest.SharingKey: (result: DownloadResult, owner: ObjectIdentifier,
-                                                             expiry: DeadlineTimer.Token)] = [:]
+    /// owner is only named, not held: holding it would keep its fetch, and the fetch's pipeline, alive. Behind a
+    /// lock rather than on the queue: the owner says it stored the image from its own thread, as the last step
+    /// of its fetch, and a turn of the queue for that would wake a thread per download.
+    private let unstored = Locked<[ImageDownloadRequest.SharingKey: (result: DownloadResult, owner: ObjectIdentifier,
+                                                                     expiry: DeadlineTimer.Token)]>([:])
     /// How long an unstored result is kept when its owner never says it stored it (it failed, or went away).
     static let unstoredResultLifetime: DispatchTimeInterval = .seconds(5)
 
@@ -114,7 +116,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
             download._queue_updatePriority()
             return _queue_rebalance()
         }
-        if let key, let (result, _, _) = unstored[key] {
+        if let key, let (result, _, _) = unstored.withLock({ $0[key] }) {
             joins += 1
             _queue_replay(result, to: attachment)
             return
@@ -168,20 +170,22 @@ public final class DownloadCoordinator: @unchecked Sendable {
     func _queue_keepUnstored(_ result: DownloadResult, key: ImageDownloadRequest.SharingKey, owner: DownloadAttachment) {
         let owner = ObjectIdentifier(owner)
         let expiry = DeadlineTimer.shared.schedule(after: Self.unstoredResultLifetime) { [weak self] in
-            guard let self else { return }
-            queue.async {
-                guard self.unstored[key]?.owner == owner else { return }
-                self.unstored[key] = nil
+            self?.unstored.withLock { unstored in
+                if unstored[key]?.owner == owner { unstored[key] = nil }
             }
         }
-        if let replaced = unstored.updateValue((result, owner, expiry), forKey: key) { DeadlineTimer.shared.cancel(replaced.expiry) }
+        if let replaced = unstored.withLock({ $0.updateValue((result, owner, expiry), forKey: key) }) {
+            DeadlineTimer.shared.cancel(replaced.expiry)
+        }
     }
 
-    func _queue_resultStored(by owner: DownloadAttachment) {
-        for (key, entry) in unstored where entry.owner == ObjectIdentifier(owner) {
-            DeadlineTimer.shared.cancel(entry.expiry)
-            unstored[key] = nil
+    /// `owner` stored its download's image: identical loads start their own download from now on. Any thread.
+    func resultStored(by owner: DownloadAttachment) {
+        let expiries = unstored.withLock { unstored -> [DeadlineTimer.Token] in
+            let keys = unstored.filter { $0.value.owner == ObjectIdentifier(owner) }.map(\.key)
+            return keys.compactMap { unstored.removeValue(forKey: $0)?.expiry }
         }
+        expiries.forEach { DeadlineTimer.shared.cancel($0) }
     }
 
     /// A finished download's events for a load that came after its end: response, every byte, success (not
@@ -240,7 +244,7 @@ public final class DownloadAttachment: @unchecked Sendable {
     /// The owner of a successful download stored its image where later fetches look first: identical loads
     /// from now on start their own download. Needed only for loads made with `sharesResultUntilStored`.
     public func resultStored() {
-        coordinator.queue.async { [self] in coordinator._queue_resultStored(by: self) }
+        coordinator.resultStored(by: self)
     }
 
     /// This fetch's priority; changing it re-prioritises the shared download (and its place in the queue).
