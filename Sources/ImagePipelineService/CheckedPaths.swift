@@ -7,6 +7,8 @@ import ThumborURLs
 struct CheckedPath: Sendable {
     var thumbnail: ThumbnailRequest
     var source: URL
+    /// The source's host, for the log line.
+    var sourceHost: String?
     /// The result cache's key for each format the answer can take (``ThumbnailRenderer/FormatChoice/cacheKeyPart``):
     /// one with a `format()` filter, one per outcome of `Accept` without. Made once, since each is a digest.
     private var resultKeys: [String: String]
@@ -14,6 +16,7 @@ struct CheckedPath: Sendable {
     init(thumbnail: ThumbnailRequest, source: URL) {
         self.thumbnail = thumbnail
         self.source = source
+        sourceHost = source.host
         let canonical = thumbnail.canonicalDescription
         let choices: [ThumbnailRenderer.FormatChoice] = thumbnail.filters.format.map { [.explicit($0)] }
             ?? ThumbnailRenderer.FormatChoice.everyNegotiatedOutcome

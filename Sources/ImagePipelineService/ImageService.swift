@@ -19,6 +19,8 @@ public final class ImageService: Sendable {
     private let admission: RenderAdmission
     private let coalescing = RenderCoalescing<ResultCache.Entry>()
     private let checkedPaths = CheckedPaths()
+    /// The `Cache-Control` of images, made once.
+    private let cacheControl: String
     private let logger: Logger
 
     /// A service fetching sources through `sourcePipeline` and keeping rendered answers in `resultStore`'s memory
@@ -36,6 +38,7 @@ public final class ImageService: Sendable {
                                     maxWaiting: configuration.limits.maxRendersWaiting,
                                     retryAfterSeconds: configuration.limits.retryAfterSeconds)
         metrics = ServiceMetrics()
+        cacheControl = "public, max-age=\(configuration.cacheMaxAge)"
         self.logger = logger
     }
 
@@ -73,7 +76,7 @@ public final class ImageService: Sendable {
         } else {
             return nil
         }
-        response.sourceHost = checked.source.host
+        response.sourceHost = checked.sourceHost
         metrics.requestStarted()
         withSpan("image-service.request", ofKind: .server) { span in Self.describe(span, request, response) }
         finish(request, response, started: started)
@@ -111,7 +114,7 @@ public final class ImageService: Sendable {
             return refusal
         }
         var reply = await answer(checked, request: request)
-        reply.sourceHost = checked.source.host
+        reply.sourceHost = checked.sourceHost
         return reply
     }
 
@@ -203,7 +206,7 @@ public final class ImageService: Sendable {
                           tier: String) -> ImageServiceResponse {
         var headers: [(String, String)] = [
             ("ETag", entry.entityTag), ("Last-Modified", entry.lastModified),
-            ("Cache-Control", "public, max-age=\(configuration.cacheMaxAge)"),
+            ("Cache-Control", cacheControl),
         ]
         if negotiated { headers.append(("Vary", "Accept")) }
         if let ifNoneMatch = request.ifNoneMatch, Self.matches(ifNoneMatch, entry.entityTag) {

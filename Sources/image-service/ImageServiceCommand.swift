@@ -93,8 +93,10 @@ struct ImageServiceCommand: AsyncParsableCommand {
     func run() async throws {
         var settings = try ServiceSettings(self)
         let logLevel = settings.logLevel
+        let logOutput = BufferedStandardError()
+        defer { logOutput.flush() }
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = StreamLogHandler(label: label, stream: logOutput, metadataProvider: nil)
             handler.logLevel = logLevel
             return handler
         }

@@ -53,6 +53,14 @@ struct ImageServiceProcessTests {
         #expect(metrics.contains("image_service_requests_total{status=\"304\"} 1"))
         #expect(metrics.contains("image_service_request_duration_seconds"))
         #expect(await service.stop() == 0)
+        // One line per thumbnail request, written out by the time the process exits: the render, the 304
+        // answered from memory, the refused unsafe URL.
+        let requestLines = { service.log.split(separator: "\n").filter { $0.contains("request-id=") } }
+        #expect(try await eventually { requestLines().count == 3 }, "\(service.log)")
+        let lines = requestLines()
+        #expect(lines.first?.contains("cache=rendered") == true && lines.first?.contains("status=200") == true)
+        #expect(lines.dropFirst().first?.contains("cache=memory") == true && lines.dropFirst().first?.contains("status=304") == true)
+        #expect(lines.last?.contains("status=403") == true && lines.last?.contains("source-host=127.0.0.1") == true)
 
         let second = try await ServiceProcess.start(arguments)
         let again = try await Self.get(second.baseURL + signedPath)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 #if canImport(Glibc)
 import Glibc
@@ -23,11 +24,30 @@ final class ServiceProcess: @unchecked Sendable {
     /// `http://127.0.0.1:PORT`, from the first line the service prints.
     let baseURL: String
     private let errors: Pipe
+    private let errorText: ErrorText
 
-    private init(process: Process, baseURL: String, errors: Pipe) {
+    /// What the service wrote to standard error so far (its log), up to its last 4 MiB.
+    var log: String { errorText.text }
+
+    /// Standard error as it is read.
+    final class ErrorText: Sendable {
+        private let bytes = Mutex(Data())
+
+        func append(_ chunk: Data) {
+            bytes.withLock { bytes in
+                bytes += chunk
+                if bytes.count > 4 << 20 { bytes.removeFirst(bytes.count - (4 << 20)) }
+            }
+        }
+
+        var text: String { String(decoding: bytes.withLock { $0 }, as: UTF8.self) }
+    }
+
+    private init(process: Process, baseURL: String, errors: Pipe, errorText: ErrorText) {
         self.process = process
         self.baseURL = baseURL
         self.errors = errors
+        self.errorText = errorText
     }
 
     /// Starts the service with `arguments` (`--port 0` is added) and waits for its `listening on` line.
@@ -41,9 +61,9 @@ final class ServiceProcess: @unchecked Sendable {
             let output = Pipe(), errors = Pipe()
             process.standardOutput = output
             process.standardError = errors
-            // The log goes to a pipe nobody reads to its end while the test runs: drain it so the service never
-            // blocks on a full pipe.
-            errors.fileHandleForReading.readabilityHandler = { handle in _ = handle.availableData }
+            // The log goes to a pipe: read it as it comes, so that the service never blocks on a full pipe.
+            let errorText = ErrorText()
+            errors.fileHandleForReading.readabilityHandler = { handle in errorText.append(handle.availableData) }
             try process.run()
             var line = Data()
             let handle = output.fileHandleForReading
@@ -58,7 +78,7 @@ final class ServiceProcess: @unchecked Sendable {
                 throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "no listening line: \(text)"])
             }
             let url = text[range.upperBound...].prefix { !$0.isWhitespace }
-            return ServiceProcess(process: process, baseURL: String(url), errors: errors)
+            return ServiceProcess(process: process, baseURL: String(url), errors: errors, errorText: errorText)
         }
     }
 
