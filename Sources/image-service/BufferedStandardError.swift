@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// Bounded: while more than `limit` bytes wait (nothing reads standard error), new lines are dropped, and the
 /// next write says how many. ``flush()`` writes everything at once; the service calls it before it exits.
-final class BufferedStandardError: TextOutputStream, Sendable {
+final class BufferedStandardError: Sendable {
     private struct State {
         var pending: [UInt8] = []
         var isScheduled = false

@@ -95,11 +95,7 @@ struct ImageServiceCommand: AsyncParsableCommand {
         let logLevel = settings.logLevel
         let logOutput = BufferedStandardError()
         defer { logOutput.flush() }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler(label: label, stream: logOutput, metadataProvider: nil)
-            handler.logLevel = logLevel
-            return handler
-        }
+        LoggingSystem.bootstrap { label in LineLogHandler(label: label, logLevel: logLevel, output: logOutput) }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "image-service")
