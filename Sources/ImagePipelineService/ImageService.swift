@@ -109,8 +109,10 @@ public final class ImageService: Sendable {
             checked = try check(request.path)
         } catch {
             var refusal = ImageServiceResponse.failure(error)
-            // A refused source is still named in the log line.
-            refusal.sourceHost = (try? ThumborPath.parse(Substring(request.path))).flatMap { URL(string: $0.request.source)?.host }
+            // A refused source is still named in the log line (a path over the length limit is not read again).
+            if error != .uriTooLong(configuration.limits.maxPathBytes) {
+                refusal.sourceHost = (try? ThumborPath.parse(Substring(request.path))).flatMap { URL(string: $0.request.source)?.host }
+            }
             return refusal
         }
         var reply = await answer(checked, request: request)
