@@ -89,11 +89,7 @@ public final class CachedAnswerHandler: ChannelDuplexHandler, RemovableChannelHa
     }
 
     private func write(_ answer: ImageServiceResponse, for request: HTTPRequest, context: ChannelHandlerContext) {
-        var fields = HTTPFields()
-        for (name, value) in answer.headers {
-            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
-        }
-        fields[.contentLength] = String(answer.body.count)
+        var fields = answer.httpFields
         fields[.date] = currentDate()
         if let serverName { fields[.server] = serverName }
         context.write(wrapOutboundOut(.head(HTTPResponse(status: .init(code: answer.status), headerFields: fields))),

@@ -18,12 +18,9 @@ struct CheckedPath: Sendable {
         self.source = source
         sourceHost = source.host
         let canonical = thumbnail.canonicalDescription
-        let choices: [ThumbnailRenderer.FormatChoice] = thumbnail.filters.format.map { [.explicit($0)] }
-            ?? ThumbnailRenderer.FormatChoice.everyNegotiatedOutcome
-        // Two choices may lead to one format (AVIF, say, where no AVIF encoder is present).
-        resultKeys = Dictionary(choices.map { choice in
-            (choice.cacheKeyPart, ResultCache.key(for: canonical + "|" + choice.cacheKeyPart))
-        }, uniquingKeysWith: { first, _ in first })
+        let parts = thumbnail.filters.format.map { [ThumbnailRenderer.FormatChoice.explicit($0).cacheKeyPart] }
+            ?? [OutputFormat.avif, .webp, nil].map(ThumbnailRenderer.FormatChoice.negotiatedKeyPart)
+        resultKeys = Dictionary(uniqueKeysWithValues: parts.map { ($0, ResultCache.key(for: canonical + "|" + $0)) })
     }
 
     /// The result cache's key of the rendering in the format `choice` gives.

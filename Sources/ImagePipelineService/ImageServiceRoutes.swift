@@ -47,16 +47,23 @@ public struct ImageServiceRoutes: Sendable {
         let answer = await service.respond(to: ImageServiceRequest(
             path: request.uri.path, accept: request.headers[.accept], ifNoneMatch: request.headers[.ifNoneMatch],
             requestID: context.id))
-        var headers = HTTPFields()
-        for (name, value) in answer.headers {
-            if let name = HTTPField.Name(name) { headers.append(HTTPField(name: name, value: value)) }
-        }
-        headers[.contentLength] = String(answer.body.count)
         let body = includesBody ? ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)) : ResponseBody()
-        return Response(status: HTTPResponse.Status(code: answer.status), headers: headers, body: body)
+        return Response(status: HTTPResponse.Status(code: answer.status), headers: answer.httpFields, body: body)
     }
 
     private static func text(_ text: String, contentType: String = "text/plain; charset=utf-8") -> Response {
         Response(status: .ok, headers: [.contentType: contentType], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+}
+
+extension ImageServiceResponse {
+    /// The answer's headers as HTTP fields, with its `Content-Length` (also for `HEAD`, which sends no body).
+    var httpFields: HTTPFields {
+        var fields = HTTPFields()
+        for (name, value) in headers {
+            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+        }
+        fields[.contentLength] = String(body.count)
+        return fields
     }
 }

@@ -26,19 +26,18 @@ struct ThumbnailRenderer: Sendable {
             return false
         }
 
-        /// One choice for each format `Accept` can lead to: the keys a path without `format()` may need.
-        static let everyNegotiatedOutcome: [FormatChoice] = [
-            .negotiated(accept: "image/avif"), .negotiated(accept: "image/webp"), .negotiated(accept: nil),
-        ]
-
         /// What the result cache's key needs to tell apart: the answer depends only on this and the request.
         var cacheKeyPart: String {
             switch self {
             case .explicit(let format): return format.rawValue
             case .negotiated(let accept):
-                let best = OutputFormat.preferredNewer(accepting: OutputFormat.acceptedMediaTypes(accept))
-                return best.map { "accept-\($0.rawValue)" } ?? "accept-source"
+                return Self.negotiatedKeyPart(OutputFormat.preferredNewer(accepting: OutputFormat.acceptedMediaTypes(accept)))
             }
+        }
+
+        /// The key part of an answer whose format `Accept` chose: `preferred`, or the source's own (`nil`).
+        static func negotiatedKeyPart(_ preferred: OutputFormat?) -> String {
+            preferred.map { "accept-\($0.rawValue)" } ?? "accept-source"
         }
     }
 

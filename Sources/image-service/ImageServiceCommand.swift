@@ -130,7 +130,8 @@ struct ImageServiceCommand: AsyncParsableCommand {
         let serverName = "image-service"
         let app = Application(
             router: router,
-            // Thumbnails the result cache holds in memory are answered on the event loop, the rest by the routes.
+            // Thumbnails the result cache holds in memory, and the 503s of an overload, are answered on the event
+            // loop; the rest by the routes.
             server: .http1(configuration: .init(
                 additionalChannelHandlers: [CachedAnswerHandler(service: service, serverName: serverName)])),
             configuration: .init(address: .hostname(host, port: port), serverName: serverName),

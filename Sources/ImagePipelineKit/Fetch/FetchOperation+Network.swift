@@ -84,8 +84,9 @@ extension FetchOperation {
         case .success(let result):
             // The owner says when identical fetches may stop getting these bytes from the coordinator: once they
             // are in the caches (a step after delivery), or at once when it will not store them.
-            let release = result.isOwner ? shared.withLock({ $0.attachment }).map { AfterDeliveryStep.releaseDownload($0) } : nil
-            let releaseNow: @Sendable () -> Void = { [self] in release.map { _queue_runAfterDelivery([$0]) } }
+            let owned = result.isOwner ? shared.withLock { $0.attachment } : nil
+            let release = owned.map(AfterDeliveryStep.releaseDownload)
+            let releaseNow: @Sendable () -> Void = { owned?.resultStored() }
             // A fetch cancelled as its last bytes came in (its cell scrolled off, say) does not decode them
             // (TIP's abort check before every step).
             guard !_queue_abortIfNeeded() else { return releaseNow() }
