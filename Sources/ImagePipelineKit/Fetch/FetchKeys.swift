@@ -62,12 +62,6 @@ struct FetchKeys: Sendable {
                 + "\(dimensions.width)x\(dimensions.height)|\(target.contentMode.rawValue)|\(orientation)|\(transformer)")
     }
 
-    /// The key of this fetch's image in the fleet-shared cache: namespaced, versioned, with the identifier hashed
-    /// (``SharedCacheKey``). Every pipeline of `pipeline`'s identifier in the fleet finds the image there.
-    func sharedCacheKey(namespace: String, pipeline: String) -> SharedCacheKey {
-        SharedCacheKey(namespace: namespace, pipeline: pipeline, identifier: identifier)
-    }
-
     /// The key under which fetches of equal bytes share one decode (the bytes themselves are compared too).
     func decodeKey(byteCount: Int) -> SharedDecodes.Key {
         SharedDecodes.Key(identifier: identifier, target: target, configuration: decoderConfiguration, byteCount: byteCount)

@@ -17,7 +17,7 @@ enum AfterDeliveryStep: Sendable {
     case keepRendition(ImageContainer, RenditionKey)
     /// The downloaded bytes go to the fleet's shared cache, and the fill lease, if this fetch holds it, is given
     /// back once they are there.
-    case writeThrough(SharedCacheValue, key: SharedCacheKey, access: SharedCacheAccess, lease: SharedCacheLease?)
+    case writeThrough(CachedImageData, type: ImageType?, lease: SharedCacheLease?)
 }
 
 extension FetchOperation {
@@ -41,8 +41,8 @@ extension FetchOperation {
                 pipeline.configuration.measuring(.renditionStore) {
                     pipeline.caches.keepRendition(image.bitmap, key: image.isAnimated ? key.firstFrame : key)
                 }
-            case .writeThrough(let value, let key, let access, let lease):
-                access.writeThrough(value, key: key, releasing: lease)
+            case .writeThrough(let cached, let type, let lease):
+                pipeline.caches.writeThroughToFleet(cached, identifier: plan.identifier, type: type, releasing: lease)
             }
         }
     }

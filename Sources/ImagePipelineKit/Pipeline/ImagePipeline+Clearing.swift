@@ -5,7 +5,6 @@ extension ImagePipeline {
     /// deletes it from the ``sharedCache`` in the background.
     public func clearImage(identifier: String) {
         caches.clear(identifier: identifier)
-        sharedCacheIfAny?.remove(identifier: identifier)
     }
 
     /// Marks the renditions of `identifier` dirty: a later fetch shows them as a preview and reloads.

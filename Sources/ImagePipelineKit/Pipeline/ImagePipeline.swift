@@ -54,8 +54,6 @@ public final class ImagePipeline: Sendable {
         get { freshness.withLock { $0 } }
         set { freshness.withLock { $0 = newValue } }
     }
-    /// The fleet-shared cache, with this pipeline's way into it (``sharedCache``).
-    let sharedCacheAccess = Locked<SharedCacheAccess?>(nil)
 
     /// Read-only caches tried, in order, after the disk caches (TIP's `additionalCaches`).
     public var additionalCaches: [any AdditionalImageCache] {

@@ -1,14 +1,15 @@
 import Foundation
 import PipelineLocking
 
-/// The caches of one pipeline seen as one: the rendered cache, the memory cache, the disk cache and the
-/// rendition tables. It owns how an image found in one tier, downloaded or stored percolates into the others
-/// (the faster caches get it first, the disk last), and how stores and clears reach every tier. Fetches,
-/// store operations, clearing and inspection go through here, and nothing else in the library touches a tier:
-/// `rendered`, `memory`, `disk` and `renditionTables` are read elsewhere only by ``ImagePipeline``'s public
-/// accessors of the same caches. The caches themselves know nothing of fetches.
+/// The caches of one pipeline seen as one: the rendered cache, the memory cache, the disk cache, the rendition
+/// tables and the fleet's shared cache. It owns how an image found in one tier, downloaded or stored percolates
+/// into the others (the faster caches get it first, the disk and the fleet last), and how stores and clears
+/// reach every tier. Fetches, store operations, clearing and inspection go through here, and nothing else in
+/// the library touches a tier: `rendered`, `memory`, `disk` and `renditionTables` are read elsewhere only by
+/// ``ImagePipeline``'s public accessors of the same caches. The caches themselves know nothing of fetches.
 ///
-/// Thread-safe; the disk tier does I/O, so none of it runs on a delegate queue but the rendered lookups.
+/// Thread-safe; the disk tier does I/O, so none of it runs on a delegate queue but the rendered lookups. The
+/// fleet's calls run in tasks of their own, bounded by its timeout.
 final class PipelineCaches: Sendable {
     /// A tier a fetch reads encoded bytes from, in order.
     enum Tier: Sendable {
@@ -20,6 +21,8 @@ final class PipelineCaches: Sendable {
     /// Opens the disk cache, and opens it again later when it could not.
     let diskOpener: DiskCacheOpener
     private let tables = Locked<RenditionTables?>(nil)
+    /// The fleet's shared cache, with this pipeline's way into it; `nil` unless ``ImagePipeline/sharedCache`` is set.
+    private let fleet = Locked<SharedCacheAccess?>(nil)
 
     init(rendered: RenderedCache, memory: MemoryCache, disk: DiskCacheOpener) {
         self.rendered = rendered
@@ -41,6 +44,13 @@ final class PipelineCaches: Sendable {
 
     func useRenditionTables(_ renditionTables: RenditionTables) {
         tables.withLock { $0 = renditionTables }
+    }
+
+    /// The fleet's shared cache, when one is set.
+    var sharedCache: SharedCacheAccess? { fleet.withLock { $0 } }
+
+    func useSharedCache(_ access: SharedCacheAccess?) {
+        fleet.withLock { $0 = access }
     }
 
     // MARK: - Reading
@@ -90,6 +100,14 @@ final class PipelineCaches: Sendable {
         disk?.completeEntryMetadata(for: identifier, now: now)
     }
 
+    /// `identifier`'s image in the fleet's shared cache, or its fill lease (see
+    /// ``SharedCacheAccess/lookUp(_:url:mayDownload:isCancelled:)``); `nil` without a shared cache.
+    func lookUpShared(identifier: String, url: URL, mayDownload: Bool,
+                      isCancelled: @escaping @Sendable () -> Bool) async -> SharedCacheFill? {
+        guard let fleet = sharedCache else { return nil }
+        return await fleet.lookUp(identifier, url: url, mayDownload: mayDownload, isCancelled: isCancelled)
+    }
+
     /// Everything the tiers hold now, for ``ImagePipeline/inspect()``: reads the disk index, no image bytes.
     func contents() -> (rendered: [(identifier: String, renditions: [RenderedImage])],
                         memory: [(identifier: String, entry: CacheEntry)], disk: [DiskCacheEntryInfo]) {
@@ -110,6 +128,12 @@ final class PipelineCaches: Sendable {
         case .memory: memory.clear(identifier: identifier)
         case .disk: disk?.remove(identifier: identifier)
         }
+    }
+
+    /// The fleet's bytes of `identifier` did not decode: they go (in the background), so that a download replaces
+    /// them.
+    func forgetUndecodableShared(identifier: String) {
+        sharedCache?.remove(identifier: identifier)
     }
 
     /// Keeps a rendered image for `identifier`.
@@ -155,6 +179,30 @@ final class PipelineCaches: Sendable {
         return false
     }
 
+    /// The last row of a download's percolation: its bytes go to the fleet's shared cache (in the background,
+    /// unless larger than the fleet takes), and `lease`, the fill lease its fetch held, is given back once they
+    /// are there. Placeholders stay in the process. Returns whether a write was started.
+    @discardableResult
+    func writeThroughToFleet(_ image: CachedImageData, identifier: String, type: ImageType?,
+                             releasing lease: SharedCacheLease?) -> Bool {
+        guard let fleet = sharedCache else { return false }
+        guard !image.isPlaceholder else {
+            if let lease { fleet.release(lease) }
+            return false
+        }
+        let value = SharedCacheValue(data: image.data, url: image.url, dimensions: image.dimensions,
+                                     contentType: type?.mimeType, isAnimated: image.isAnimated,
+                                     eTag: image.httpMetadata?.entityTag, lastModified: image.httpMetadata?.lastModified,
+                                     timeToLive: image.timeToLive)
+        fleet.writeThrough(value, key: fleet.key(for: identifier), releasing: lease)
+        return true
+    }
+
+    /// Gives a fill lease back without writing (its fetch ended without an image to share), in the background.
+    func releaseSharedLease(_ lease: SharedCacheLease) {
+        sharedCache?.release(lease)
+    }
+
     /// The bytes of a download that stopped early, kept in memory and on disk for the next fetch to resume.
     func keepPartial(_ partial: PartialImageData, identifier: String) {
         memory.storePartial(partial, identifier: identifier)
@@ -196,22 +244,28 @@ final class PipelineCaches: Sendable {
 
     /// A store operation's image replaces whatever `identifier` had: on disk, and in memory when
     /// `inMemory` (otherwise memory forgets it); every rendition of the old image goes. `forced` replaces even
-    /// an entry the usual rules would keep. Returns whether memory or disk now holds it.
+    /// an entry the usual rules would keep. Once memory or disk holds it, it replaces what the fleet has under the
+    /// identifier too (not a placeholder). Returns whether memory or disk now holds it.
     func store(_ image: CachedImageData, identifier: String, inMemory: Bool, forced: Bool) -> Bool {
         rendered.clear(identifier: identifier)
         renditionTables?.removeRenditions(of: identifier)
         let onDisk = disk?.storeComplete(image, identifier: identifier, forced: forced) ?? false
-        guard inMemory else {
+        let stored: Bool
+        if inMemory {
+            stored = memory.storeComplete(image, identifier: identifier, forced: forced) || onDisk
+        } else {
             memory.clear(identifier: identifier)
-            return onDisk
+            stored = onDisk
         }
-        return memory.storeComplete(image, identifier: identifier, forced: forced) || onDisk
+        if stored { writeThroughToFleet(image, identifier: identifier, type: ImageType.detect(magicNumbersOf: image.data), releasing: nil) }
+        return stored
     }
 
-    /// Forgets `identifier` in every tier.
+    /// Forgets `identifier` in every tier, the fleet's shared cache included (in the background).
     func clear(identifier: String) {
         forgetInMemory(identifier: identifier)
         disk?.remove(identifier: identifier)
+        sharedCache?.remove(identifier: identifier)
     }
 
     /// Forgets `identifier` in the rendered and memory caches and the rendition tables (not on disk).

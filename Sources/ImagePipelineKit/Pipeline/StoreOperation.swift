@@ -131,13 +131,6 @@ public final class StoreOperation: Operation, @unchecked Sendable {
         guard pipeline.caches.store(entry, identifier: identifier, inMemory: storesInMemory, forced: !placeholder) else {
             return false
         }
-        if !placeholder, let access = pipeline.sharedCacheIfAny {
-            // A stored image replaces what the fleet has under its identifier too.
-            access.writeThrough(SharedCacheValue(data: data, url: request.url, dimensions: entry.dimensions,
-                                                 contentType: ImageType.detect(magicNumbersOf: data)?.mimeType,
-                                                 isAnimated: isAnimated, timeToLive: entry.timeToLive),
-                                key: access.key(for: identifier), releasing: nil)
-        }
         var image: ImageContainer?
         if case .image(let container) = source { image = container }
         pipeline.announceStore(StoredImageInfo(

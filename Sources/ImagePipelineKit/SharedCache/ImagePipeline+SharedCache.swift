@@ -11,13 +11,7 @@ extension ImagePipeline {
     /// The shared cache never fails a fetch: an error or a timeout is a miss, reported as
     /// ``ImagePipelineProblem/sharedCacheUnavailable(reason:)`` when an outage begins.
     public var sharedCache: SharedCacheConfiguration? {
-        get { sharedCacheAccess.withLock { $0?.configuration } }
-        set {
-            let access = newValue.map { SharedCacheAccess($0, pipeline: identifier, global: configuration) }
-            sharedCacheAccess.withLock { $0 = access }
-        }
+        get { caches.sharedCache?.configuration }
+        set { caches.useSharedCache(newValue.map { SharedCacheAccess($0, pipeline: identifier, global: configuration) }) }
     }
-
-    /// The shared cache's access object, when one is set.
-    var sharedCacheIfAny: SharedCacheAccess? { sharedCacheAccess.withLock { $0 } }
 }

@@ -2,8 +2,9 @@ import Foundation
 import PipelineLocking
 
 /// A pipeline's way into its shared cache: every call bounded by the configuration's timeout, every error
-/// turned into a miss and a named problem (once per outage, not once per call), every outcome counted.
-/// Fetches and stores use it; it never throws and never holds a fetch up longer than the timeout.
+/// turned into a miss and a named problem (once per outage, not once per call), every outcome counted. The
+/// pipeline's caches (`PipelineCaches`) use it for fetches, stores and clears; it never throws and never holds
+/// a fetch up longer than the timeout.
 final class SharedCacheAccess: Sendable {
     let configuration: SharedCacheConfiguration
     private let pipeline: String
@@ -25,14 +26,10 @@ final class SharedCacheAccess: Sendable {
         self.global = global
     }
 
-    /// The key of `identifier` in this pipeline (a fetch has it from ``FetchKeys/sharedCacheKey(namespace:pipeline:)``).
+    /// The key of `identifier` in this pipeline: namespaced, versioned, with the identifier hashed (``SharedCacheKey``).
+    /// Every pipeline of the same name in the fleet finds the image there.
     func key(for identifier: String) -> SharedCacheKey {
         SharedCacheKey(namespace: configuration.namespace, pipeline: keyName, identifier: identifier)
-    }
-
-    /// The key of a fetch's image.
-    func key(for keys: FetchKeys) -> SharedCacheKey {
-        keys.sharedCacheKey(namespace: configuration.namespace, pipeline: keyName)
     }
 
     /// The value of `key`: a checked hit, else a miss (nothing there, a rejected value, or a failed call).
