@@ -21,6 +21,16 @@ enum AfterDeliveryStep: Sendable {
 }
 
 extension FetchOperation {
+    /// The step, run after the final callback, that keeps a final image decoded from the cached or downloaded
+    /// image `source` in the rendition tables (an animation's first frame only); `nil`, so that the fetch takes
+    /// no extra step, when there is nothing to keep: no tables, a placeholder, a request whose renditions are
+    /// never kept, or a transformer that left the image as it was (the key would claim it transformed).
+    func _queue_renditionStep(_ image: ImageContainer, of source: CachedImageInfo, transformed: Bool) -> AfterDeliveryStep? {
+        guard pipeline.caches.keepsRenditionTables, transformed == (plan.transformer != nil),
+              let key = plan.keys.renditionKey(of: source) else { return nil }
+        return .keepRendition(image, key)
+    }
+
     /// Runs the steps that follow the delivery of the final image, in order.
     func _queue_runAfterDelivery(_ steps: [AfterDeliveryStep]) {
         for step in steps {

@@ -1,8 +1,9 @@
 import Foundation
 
-// Delivering an image found or downloaded: decode it (or share another fetch's decode of the same bytes),
-// transform and scale it, keep it in the rendered cache (answering the fetches that wait for that rendition),
-// then succeed. Every method runs on the operation's queue.
+// Delivering an image found or downloaded: decode it (or share another fetch's decode of the same bytes; after a
+// download, the session that showed its scans goes on to the final image), transform and scale it, keep it in
+// the rendered cache (answering the fetches that wait for that rendition), then succeed and name the steps that
+// follow the delivery. Every method runs on the operation's queue.
 extension FetchOperation {
     /// Decodes cached bytes read from `tier` at the target and succeeds with them; a disk image percolates into
     /// memory first unless `percolates` is false. When the bytes do not decode, the entry is dropped from `tier`
@@ -73,6 +74,108 @@ extension FetchOperation {
         if inMemory { _queue_onDelegateQueue(pipeline.storeAnnouncement(storedInfo)) }
     }
 
+    // MARK: - Downloaded images
+
+    /// Delivers what a download brought: decoded (or shared with the fetches of the same download, or taken from
+    /// the rendition another fetch of it made), kept in memory at once, and, for the fetch that owned the
+    /// download (`owned`), on disk, in the rendition tables and in the fleet's shared cache after delivery.
+    func _queue_deliverDownloaded(_ result: DownloadResult, owned: DownloadAttachment?) {
+        let release = owned.map(AfterDeliveryStep.releaseDownload)
+        let releaseNow: @Sendable () -> Void = { owned?.resultStored() }
+        // A fetch that got the bytes after the decode another fetch made of them ended (a download stays
+        // joinable until stored; the decode's image is held until it is in the rendered cache) takes it from
+        // there rather than decoding again, when that rendition is of these bytes' URL (one of another URL, a
+        // kept preview, is not what was downloaded).
+        let rendition: @Sendable () -> FetchResult? = { [self] in
+            pipeline.cleanRendition(for: plan).flatMap { $0.url == plan.url ? $0 : nil }
+        }
+        if !result.isOwner, let rendered = rendition() { return _queue_deliverDownloaded(result, rendered: rendered) }
+        let shortcut = result.isOwner
+            ? _queue_ownerShortcut(result, rendition: rendition, release: release)
+            : RenditionShortcut(find: rendition) { [self] rendered in _queue_deliverDownloaded(result, rendered: rendered) }
+        // Fetches that shared the download share its decode too.
+        _queue_decodeShared(result.data, ifAborted: releaseNow, unlessRendered: shortcut,
+                            finishingIncremental: true) { [self] outcome in
+            switch outcome {
+            case .success(let decoded):
+                _queue_deliverDownloaded(result, decoded: decoded, release: release)
+            case .failure(let error):
+                pipeline.configuration.report(.imageDownloadedCouldNotBeDecoded(identifier: plan.identifier,
+                                                                                bytes: result.data.count))
+                releaseNow()
+                _queue_fail(FetchError(.couldNotDecodeImage, underlying: error))
+            }
+        }
+    }
+
+    /// How the owner of a download skips decoding its bytes when another fetch of the download got them first
+    /// and decoded them: its decode over and released before the owner asked, only the rendition it kept is
+    /// left. The owner then stores the bytes with what that rendition tells (the format from the bytes' magic
+    /// numbers). Only an untransformed rendition is the decoded image that the store announces; a request that
+    /// may not read memory takes nothing from it.
+    private func _queue_ownerShortcut(_ result: DownloadResult, rendition: @escaping @Sendable () -> FetchResult?,
+                                      release: AfterDeliveryStep?) -> RenditionShortcut? {
+        guard plan.sources.contains(.memoryCache), let type = ImageType.detect(magicNumbersOf: result.data) else { return nil }
+        return RenditionShortcut(find: { rendition().flatMap { $0.imageWasTransformed ? nil : $0 } }) { [self] rendered in
+            let properties = ImageProperties(type: type, dimensions: rendered.originalDimensions,
+                                             isAnimated: rendered.image.isAnimated, frameCount: rendered.image.frameCount)
+            _queue_deliverDownloaded(result, decoded: DecodedImage(container: rendered.image, properties: properties),
+                                     release: release)
+        }
+    }
+
+    /// A shared download's bytes whose image another fetch already decoded into the rendered cache (not the
+    /// owner's: nothing to store).
+    private func _queue_deliverDownloaded(_ result: DownloadResult, rendered: FetchResult) {
+        _queue_noteDownloadedImage(result, type: ImageType.detect(magicNumbersOf: result.data),
+                                   dimensions: rendered.originalDimensions)
+        var image = rendered
+        image.source = result.wasResumed ? .networkResumed : .network
+        _queue_succeed(image)
+    }
+
+    /// A download decoded: its bytes go in memory now, then after delivery on disk, with the steps that come
+    /// after a store (`release`, the owner's release of the shared download, first) and the fleet's copy last.
+    private func _queue_deliverDownloaded(_ result: DownloadResult, decoded: DecodedImage, release: AfterDeliveryStep?) {
+        let source: ImageLoadSource = result.wasResumed ? .networkResumed : .network
+        _queue_noteDownloadedImage(result, type: decoded.properties.type, dimensions: decoded.properties.dimensions)
+        let cached = plan.cachedImage(result.data, dimensions: decoded.properties.dimensions,
+                                      isAnimated: decoded.properties.isAnimated,
+                                      httpMetadata: HTTPCacheMetadata(headers: result.response.headers,
+                                                                      receivedAt: responseReceivedAt ?? Date()))
+        let (image, keepRendition) = _queue_finalResult(decoded, of: cached, source: source)
+        // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
+        guard result.isOwner else { return _queue_succeed(image, afterDelivery: keepRendition.map { [$0] } ?? []) }
+        pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)
+        let replacesSameURL = _queue_downloadReplacesSameURL
+        // Under the HTTP policy, a response that forbids storing stays off the disk, and so does the image it
+        // replaces; nor does it go to the fleet's shared cache.
+        let writesToDisk = !(replacesSameURL && cached.httpMetadata?.directives.noStore == true)
+        // The fill lease this fetch holds goes with the write-through, taken now so that finishing the fetch does
+        // not give it back first; without a write-through, finishing gives it back.
+        var writeThrough: AfterDeliveryStep?
+        if writesToDisk, pipeline.caches.sharedCache != nil {
+            writeThrough = .writeThrough(cached, type: decoded.properties.type, lease: sharedCacheLease)
+            sharedCacheLease = nil
+        }
+        _queue_succeed(image, storing: cached, decoded: decoded, replacesSameURL: replacesSameURL,
+                       writesToDisk: writesToDisk, afterStore: [release, keepRendition, writeThrough].compactMap { $0 })
+    }
+
+    /// Metrics and observers hear of a downloaded image.
+    private func _queue_noteDownloadedImage(_ result: DownloadResult, type: ImageType?, dimensions: PixelSize) {
+        if let type { metricsRecorder.noteNetworkImage(bytes: result.data.count, type: type, dimensions: dimensions) }
+        for observer in pipeline.currentObservers {
+            observer.imagePipeline(pipeline, didFinishDownloadingImageAt: plan.url, imageType: type,
+                                   sizeInBytes: result.data.count, dimensions: dimensions, wasResumed: result.wasResumed)
+        }
+    }
+
+    /// Whether a download replaces a cached image of the same URL whatever its size: under the HTTP policy the
+    /// origin's latest `200` is the image's current version (TIP's rules keep the cached one when the sizes are
+    /// equal, which would keep a changed image's old bytes forever).
+    var _queue_downloadReplacesSameURL: Bool { pipeline.freshnessPolicy == .http }
+
     /// Runs `body`, a stage of this fetch, timed as the configuration's stage CPU times say and inside a child
     /// span of the fetch's trace (`image-pipeline.decode`, `image-pipeline.memory-store`, …).
     func measuring<T>(_ stage: PipelineStage, _ body: () throws -> T) rethrows -> T {
@@ -106,6 +209,38 @@ extension FetchOperation {
         }
         pipeline.configuration.recordDecode(of: decoded.properties.type, duration: ContinuousClock.now - started)
         return decoded
+    }
+
+    /// The final image of `data`, the bytes this fetch downloaded, from the session that showed them while they
+    /// loaded, when there is one: its progressive scans were shown, it is a still image of a format that
+    /// animates, or it showed an animation's first frame and was parked. It has read every scan already (a
+    /// progressive JPEG's session has even made its last, full-quality pass), or the frames up to where it was
+    /// parked: it is given the bytes it has not seen, at the checkpoints a one-shot decode has, and renders the
+    /// image, where a new decode would read everything again. `nil` when there is no such session or it cannot
+    /// finish; the caller then decodes afresh. Throws only ``ImageCodecError/interrupted``.
+    func _queue_finishIncremental(_ data: Data) throws -> DecodedImage? {
+        guard case .decoding(let session, let type, _) = incremental.phase, incremental.fedByteCount <= data.count else {
+            return nil
+        }
+        // Nothing is shown from it any more; its memory claim goes with it.
+        incremental.phase = .done
+        do {
+            if incremental.fedByteCount < data.count {
+                // Never finished short of its bytes: a session completes a cut-off file with what it has.
+                guard let decoder = CodecCatalogue.shared.codec(for: type)?.decoder else { return nil }
+                try session.appendInterruptibly(data, from: data.startIndex + incremental.fedByteCount,
+                                                sliceBytes: decoder.interruptibleSliceBytes)
+            }
+            guard try session.finish() == .didCompleteLoading,
+                  let container = try session.render(.completeImage, target: plan.target),
+                  let properties = session.properties
+            else { return nil }
+            return DecodedImage(container: container, properties: properties)
+        } catch ImageCodecError.interrupted {
+            throw ImageCodecError.interrupted
+        } catch {
+            return nil
+        }
     }
 
     /// Decodes `data` at the target, or joins a decode of the same bytes that another fetch of this pipeline is
@@ -252,20 +387,4 @@ extension FetchOperation {
             _queue_succeed(result)
         }
     }
-}
-
-/// How a fetch skips decoding bytes that another fetch has just decoded (it joined that fetch's download, or
-/// read the same bytes from memory): `find` looks for their rendition in the rendered cache, `deliver`
-/// succeeds with it. Both run on the fetch's queue.
-///
-/// A download stays joinable until its image is stored, and its decode's image is held for late fetches until
-/// it is in the rendered cache; a fetch that looked in the rendered cache just before that and asked for the
-/// decode just after would otherwise decode the bytes a second time.
-struct RenditionShortcut: Sendable {
-    let find: @Sendable () -> FetchResult?
-    let deliver: @Sendable (FetchResult) -> Void
-
-    /// The outcome of a decode not made because `find` found the rendition: the fetches that waited for it look
-    /// again themselves.
-    struct Taken: Error {}
 }

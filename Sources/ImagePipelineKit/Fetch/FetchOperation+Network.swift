@@ -85,93 +85,11 @@ extension FetchOperation {
             // The owner says when identical fetches may stop getting these bytes from the coordinator: once they
             // are in the caches (a step after delivery), or at once when it will not store them.
             let owned = result.isOwner ? shared.withLock { $0.attachment } : nil
-            let release = owned.map(AfterDeliveryStep.releaseDownload)
-            let releaseNow: @Sendable () -> Void = { owned?.resultStored() }
             // A fetch cancelled as its last bytes came in (its cell scrolled off, say) does not decode them
             // (TIP's abort check before every step).
-            guard !_queue_abortIfNeeded() else { return releaseNow() }
-            // A fetch that got the bytes after the decode another fetch made of them ended (a download stays
-            // joinable until stored; the decode's image is held until it is in the rendered cache) takes it from
-            // there rather than decoding again, when that rendition is of these bytes' URL (one of another URL, a
-            // kept preview, is not what was downloaded).
-            let rendition: @Sendable () -> FetchResult? = { [self] in
-                pipeline.cleanRendition(for: plan).flatMap { $0.url == plan.url ? $0 : nil }
-            }
-            if !result.isOwner, let rendered = rendition() { return _queue_networkSucceeded(result, rendered: rendered) }
-            let shortcut = result.isOwner
-                ? _queue_ownerShortcut(result, rendition: rendition, release: release)
-                : RenditionShortcut(find: rendition) { [self] rendered in _queue_networkSucceeded(result, rendered: rendered) }
-            // Fetches that shared the download share its decode too.
-            _queue_decodeShared(result.data, ifAborted: releaseNow, unlessRendered: shortcut,
-                                finishingIncremental: true) { [self] outcome in
-                switch outcome {
-                case .success(let decoded):
-                    _queue_networkSucceeded(result, decoded: decoded, release: release)
-                case .failure(let error):
-                    pipeline.configuration.report(.imageDownloadedCouldNotBeDecoded(identifier: plan.identifier,
-                                                                                    bytes: result.data.count))
-                    releaseNow()
-                    _queue_fail(FetchError(.couldNotDecodeImage, underlying: error))
-                }
-            }
+            guard !_queue_abortIfNeeded() else { return owned?.resultStored() ?? () }
+            _queue_deliverDownloaded(result, owned: owned)
         }
-    }
-
-    /// Metrics and observers hear of a downloaded image.
-    private func _queue_noteNetworkImage(_ result: DownloadResult, type: ImageType?, dimensions: PixelSize) {
-        if let type { metricsRecorder.noteNetworkImage(bytes: result.data.count, type: type, dimensions: dimensions) }
-        for observer in pipeline.currentObservers {
-            observer.imagePipeline(pipeline, didFinishDownloadingImageAt: plan.url, imageType: type,
-                                   sizeInBytes: result.data.count, dimensions: dimensions, wasResumed: result.wasResumed)
-        }
-    }
-
-    /// How the owner of a download skips decoding its bytes when another fetch of the download got them first
-    /// and decoded them: its decode over and released before the owner asked, only the rendition it kept is
-    /// left. The owner then stores the bytes with what that rendition tells (the format from the bytes' magic
-    /// numbers). Only an untransformed rendition is the decoded image that the store announces; a request that
-    /// may not read memory takes nothing from it.
-    private func _queue_ownerShortcut(_ result: DownloadResult, rendition: @escaping @Sendable () -> FetchResult?,
-                                      release: AfterDeliveryStep?) -> RenditionShortcut? {
-        guard plan.sources.contains(.memoryCache), let type = ImageType.detect(magicNumbersOf: result.data) else { return nil }
-        return RenditionShortcut(find: { rendition().flatMap { $0.imageWasTransformed ? nil : $0 } }) { [self] rendered in
-            let properties = ImageProperties(type: type, dimensions: rendered.originalDimensions,
-                                             isAnimated: rendered.image.isAnimated, frameCount: rendered.image.frameCount)
-            _queue_networkSucceeded(result, decoded: DecodedImage(container: rendered.image, properties: properties),
-                                    release: release)
-        }
-    }
-
-    /// A shared download's bytes whose image another fetch already decoded into the rendered cache (not the
-    /// owner's: nothing to store).
-    private func _queue_networkSucceeded(_ result: DownloadResult, rendered: FetchResult) {
-        _queue_noteNetworkImage(result, type: ImageType.detect(magicNumbersOf: result.data),
-                                dimensions: rendered.originalDimensions)
-        var image = rendered
-        image.source = result.wasResumed ? .networkResumed : .network
-        _queue_succeed(image)
-    }
-
-    /// A download decoded: its bytes go in memory now and on disk after delivery, followed by the steps that come
-    /// after a store (`release`, the owner's release of the shared download, first).
-    private func _queue_networkSucceeded(_ result: DownloadResult, decoded: DecodedImage, release: AfterDeliveryStep?) {
-        let source: ImageLoadSource = result.wasResumed ? .networkResumed : .network
-        _queue_noteNetworkImage(result, type: decoded.properties.type, dimensions: decoded.properties.dimensions)
-        let cached = plan.cachedImage(result.data, dimensions: decoded.properties.dimensions,
-                                      isAnimated: decoded.properties.isAnimated,
-                                      httpMetadata: HTTPCacheMetadata(headers: result.response.headers,
-                                                                      receivedAt: responseReceivedAt ?? Date()))
-        let (image, keepRendition) = _queue_finalResult(decoded, of: cached, source: source)
-        // Only the fetch that owned the download stores its bytes (TIP: the first attached operation).
-        guard result.isOwner else { return _queue_succeed(image, afterDelivery: keepRendition.map { [$0] } ?? []) }
-        pipeline.configuration.recordNetworkBytes(result.data.count, pipeline: pipeline.identifier)
-        let replacesSameURL = _queue_downloadReplacesSameURL
-        // Under the HTTP policy, a response that forbids storing stays off the disk, and so does the image it
-        // replaces; nor does it go to the fleet's shared cache.
-        let writesToDisk = !(replacesSameURL && cached.httpMetadata?.directives.noStore == true)
-        let writeThrough = writesToDisk ? _queue_sharedCacheWriteThrough(of: cached, type: decoded.properties.type) : nil
-        _queue_succeed(image, storing: cached, decoded: decoded, replacesSameURL: replacesSameURL,
-                       writesToDisk: writesToDisk, afterStore: [release, keepRendition, writeThrough].compactMap { $0 })
     }
 
     /// A download that stopped early leaves its bytes for the next fetch to resume (never for placeholders).

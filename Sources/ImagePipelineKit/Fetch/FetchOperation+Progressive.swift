@@ -190,38 +190,6 @@ extension FetchOperation {
         _queue_tellDelegate { $0.fetchOperation(self, didLoadFirstAnimatedImageFrame: frame, progress: progress) }
     }
 
-    /// The final image of `data`, the bytes this fetch downloaded, from the session that showed them while they
-    /// loaded, when there is one: its progressive scans were shown, it is a still image of a format that
-    /// animates, or it showed an animation's first frame and was parked. It has read every scan already (a
-    /// progressive JPEG's session has even made its last, full-quality pass), or the frames up to where it was
-    /// parked: it is given the bytes it has not seen, at the checkpoints a one-shot decode has, and renders the
-    /// image, where a new decode would read everything again. `nil` when there is no such session or it cannot
-    /// finish; the caller then decodes afresh. Throws only ``ImageCodecError/interrupted``.
-    func _queue_finishIncremental(_ data: Data) throws -> DecodedImage? {
-        guard case .decoding(let session, let type, _) = incremental.phase, incremental.fedByteCount <= data.count else {
-            return nil
-        }
-        // Nothing is shown from it any more; its memory claim goes with it.
-        incremental.phase = .done
-        do {
-            if incremental.fedByteCount < data.count {
-                // Never finished short of its bytes: a session completes a cut-off file with what it has.
-                guard let decoder = CodecCatalogue.shared.codec(for: type)?.decoder else { return nil }
-                try session.appendInterruptibly(data, from: data.startIndex + incremental.fedByteCount,
-                                                sliceBytes: decoder.interruptibleSliceBytes)
-            }
-            guard try session.finish() == .didCompleteLoading,
-                  let container = try session.render(.completeImage, target: plan.target),
-                  let properties = session.properties
-            else { return nil }
-            return DecodedImage(container: container, properties: properties)
-        } catch ImageCodecError.interrupted {
-            throw ImageCodecError.interrupted
-        } catch {
-            return nil
-        }
-    }
-
     private func _queue_incrementalResult(_ image: ImageContainer, properties: ImageProperties,
                                           transformed: Bool = false) -> FetchResult {
         FetchResult(image: image, source: resumablePartial != nil ? .networkResumed : .network, url: plan.url,

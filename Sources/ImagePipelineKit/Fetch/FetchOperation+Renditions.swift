@@ -9,8 +9,8 @@ enum RenditionTableAnswer {
     case miss
 }
 
-// The rendition tables as a tier of a fetch: read before a cached image's bytes are decoded, written after a
-// decoded image was delivered. Every method runs on the operation's queue.
+// The rendition tables as a tier of a fetch: read before a cached image's bytes are decoded (written after
+// delivery, a row of `FetchOperation+AfterDelivery.swift`). Every method runs on the operation's queue.
 extension FetchOperation {
     /// Shows the rendition-table view of the cached image `info` describes at the target, without decoding: as
     /// the final image, or an animation's first frame. A final hit is not copied into the memory cache: its
@@ -40,15 +40,5 @@ extension FetchOperation {
         result.wasLoadedFromRenditionTable = true
         _queue_succeed(result)
         return .final
-    }
-
-    /// The step, run after the final callback, that keeps a final image decoded from the cached or downloaded
-    /// image `source` in the rendition tables (an animation's first frame only); `nil`, so that the fetch takes
-    /// no extra step, when there is nothing to keep: no tables, a placeholder, a request whose renditions are
-    /// never kept, or a transformer that left the image as it was (the key would claim it transformed).
-    func _queue_renditionStep(_ image: ImageContainer, of source: CachedImageInfo, transformed: Bool) -> AfterDeliveryStep? {
-        guard pipeline.caches.keepsRenditionTables, transformed == (plan.transformer != nil),
-              let key = plan.keys.renditionKey(of: source) else { return nil }
-        return .keepRendition(image, key)
     }
 }

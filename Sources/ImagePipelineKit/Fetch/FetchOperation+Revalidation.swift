@@ -27,11 +27,6 @@ extension FetchOperation {
         return metadata.isFresh(at: Date(), fallbackLifetime: plan.timeToLive)
     }
 
-    /// Whether a download replaces a cached image of the same URL whatever its size: under the HTTP policy the
-    /// origin's latest `200` is the image's current version (TIP's rules keep the cached one when the sizes are
-    /// equal, which would keep a changed image's old bytes forever).
-    var _queue_downloadReplacesSameURL: Bool { pipeline.freshnessPolicy == .http }
-
     /// The response of a revalidation was not a `304`: the fetch goes on as a plain download, which replaces
     /// the cached image. Renditions of the old bytes at other sizes go now, before the new ones are kept.
     func _queue_revalidationAnsweredWithImage() {

@@ -52,16 +52,6 @@ extension FetchOperation {
         }
     }
 
-    /// The write-through of a downloaded image to the shared cache, a step after delivery; it gives this fetch's
-    /// fill lease back once the value is there. Taken now, so that finishing the fetch does not give the lease
-    /// back first. `nil` without a shared cache.
-    func _queue_sharedCacheWriteThrough(of cached: CachedImageData, type: ImageType?) -> AfterDeliveryStep? {
-        let lease = sharedCacheLease
-        sharedCacheLease = nil
-        guard pipeline.caches.sharedCache != nil else { return nil }
-        return .writeThrough(cached, type: type, lease: lease)
-    }
-
     /// A fetch that ends still holding the fill lease (it failed, was cancelled, or joined a download another
     /// fetch owned) gives it back, so that a waiting process takes it at once rather than after its time to live.
     func _queue_releaseSharedCacheLease() {
