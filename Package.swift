@@ -194,7 +194,7 @@ let package = Package(
             name: "ImagePipelineServiceTests",
             dependencies: [
                 "ImagePipelineService", "ThumborURLs", "ImagePipelineKit", "ImageOriginServer", "ImagePipelineRedis", "TestSupport",
-                "PipelineLocking",
+                "PipelineLocking", "ImagePipelineHTTPClient",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -5,7 +5,9 @@ import ImagePipelineKit
 /// The two pipelines a service runs on, on a configuration of their own: `sources` fetches and caches the
 /// source images (AsyncHTTPClient, shared downloads, memory and disk caches), `results` keeps the rendered
 /// answers. Their downloads follow no redirect (a redirect could lead to an address the source policy refuses),
-/// stop at ``ServiceLimits/maxSourceBytes`` and at the request deadline.
+/// stop at ``ServiceLimits/maxSourceBytes`` and at the request deadline, and check the addresses of a source's
+/// host name again as they start: a plain `http` download connects to the address it checked, so a name that
+/// resolves differently a moment after the request was checked cannot send it to a private address.
 public final class ImageServicePipelines: Sendable {
     public let configuration: GlobalConfiguration
     public let sources: ImagePipeline
@@ -14,10 +16,17 @@ public final class ImageServicePipelines: Sendable {
 
     /// Opens both pipelines' caches under `cacheDirectory` (`NAME-sources/` and `NAME-results/`), shared with
     /// any other process that opens the same directory. `name` must be unique in the process (a pipeline's
-    /// identifier is).
+    /// identifier is). `sourcePolicy` says whether a download may reach a private address (give the service's).
     /// - Throws: ``ImagePipelineError`` when a pipeline cannot be made.
-    public init(cacheDirectory: URL, limits: ServiceLimits, concurrentDownloads: Int = 32,
-                name: String = "image-service") throws {
+    public convenience init(cacheDirectory: URL, limits: ServiceLimits, sourcePolicy: SourcePolicy = SourcePolicy(),
+                            concurrentDownloads: Int = 32, name: String = "image-service") throws {
+        try self.init(cacheDirectory: cacheDirectory, limits: limits, sourcePolicy: sourcePolicy,
+                      concurrentDownloads: concurrentDownloads, name: name, resolve: SourcePolicy.resolve)
+    }
+
+    /// As the public initializer, with the host-name resolver the downloads use (a test's).
+    init(cacheDirectory: URL, limits: ServiceLimits, sourcePolicy: SourcePolicy, concurrentDownloads: Int = 32,
+         name: String, resolve: @escaping @Sendable (String) async -> [SourceAddress]) throws {
         configuration = GlobalConfiguration()
         var downloadLimits = DownloadLimits()
         downloadLimits.maxResponseBytes = limits.maxSourceBytes
@@ -27,7 +36,8 @@ public final class ImageServicePipelines: Sendable {
         var client = HTTPClientDownloader.defaultConfiguration()
         client.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrentDownloads
         downloader = HTTPClientDownloader(configuration: client)
-        configuration.imageDownloader = downloader
+        configuration.imageDownloader = PinnedSourceDownloader(
+            transport: downloader, allowsPrivateAddresses: sourcePolicy.allowsPrivateAddresses, resolve: resolve)
         configuration.maxConcurrentImagePipelineDownloadCount = concurrentDownloads
         // The caches', downloads' and decodes' gauges, for whoever scrapes the metrics.
         configuration.gaugeRecordingInterval = .seconds(5)

@@ -14,9 +14,11 @@ import Glibc
 ///   grade NAT, IPv6 unique-local), link-local, multicast and reserved ranges, unless
 ///   ``allowsPrivateAddresses`` is on (tests and demos with a loopback origin).
 /// - Redirects are not followed (the service's downloads allow none), so a public source cannot send the
-///   service to a private address. The addresses are checked before the download, which resolves the name
-///   again: a resolver that answers differently a moment later is not caught here, so an internet-facing
-///   deployment should also deny private destinations in its egress firewall.
+///   service to a private address. The addresses are checked before the request goes to the pipeline, and
+///   again when its download starts (``ImageServicePipelines``): a plain `http` download then connects to the
+///   address it checked; an `https` one is resolved once more by its transport, and an address rebound in that
+///   moment would have to present a certificate for the source's name. An egress firewall that denies private
+///   destinations is still the last word.
 public struct SourcePolicy: Sendable {
     public var allowedSources: [String]
     public var allowsPrivateAddresses: Bool

@@ -110,7 +110,8 @@ struct ImageServiceCommand: AsyncParsableCommand {
         }
         let pipelines: ImageServicePipelines
         do {
-            pipelines = try ImageServicePipelines(cacheDirectory: settings.cacheDirectory, limits: settings.configuration.limits)
+            pipelines = try ImageServicePipelines(cacheDirectory: settings.cacheDirectory, limits: settings.configuration.limits,
+                                                  sourcePolicy: settings.configuration.sourcePolicy)
         } catch {
             throw RuntimeFailure("cannot open the caches in \(settings.cacheDirectory.path): \(error)")
         }
