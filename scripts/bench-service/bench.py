@@ -6,8 +6,9 @@ the venv's Python (pyvips is needed for the quality case).
 Cases, in this order for each target that has them (load.py says how each figure is computed):
   cold      each of the 200 photos once, COLD_CONNECTIONS (8) connections
   hot       20 URLs again and again for SECONDS_PER_RUN, HOT_CONNECTIONS (8), after one warm-up pass
-  overload  OVERLOAD_CONNECTIONS (64) connections for SECONDS_PER_RUN over URLs never asked before (the same
-            photos under /oK/ prefixes), standing in for twice the sustained rate (wrk2 is not in Debian)
+  overload  twice the target's cold images/s of the same run, open-loop (openloop.py: requests start at that
+            rate whatever the server does) for SECONDS_PER_RUN over URLs never asked before (the same photos
+            under /oK/ prefixes); without a cold figure, OVERLOAD_CONNECTIONS (64) wrk connections instead
   quality   the 20 hot thumbnails once more: bytes and PSNR against libvips (quality.py)
 Peak memory is sampled over each load case (procs.MemorySampler).
 
@@ -81,7 +82,8 @@ def warm_up(base, paths):
     return bad
 
 
-def run_case(case, target, ctx, s, workdir):
+def run_case(case, target, ctx, s, workdir, sustained=None):
+    """One case's figures; `sustained`, the target's cold images/s in this run, sets the overload's rate."""
     hot_sources = [source_path(n) for n in range(1, 21)]
     if case == "quality":
         files = [os.path.join(ctx.images, p.lstrip("/")) for p in hot_sources]
@@ -103,16 +105,23 @@ def run_case(case, target, ctx, s, workdir):
         rounds = max(5, s.seconds * 5)
         paths = [target.path(ctx, source_path(n, f"/o{k}")) for k in range(1, rounds + 1) for n in range(1, 201)]
         mode, connections, threads, seconds = "loop", s.overload_connections, s.overload_connections, s.seconds
+        if sustained:
+            mode, connections = "open", None
     else:
         raise ValueError(case)
     origin = ctx.processes.started["origin"].pid
     with ForeignCpu(target.roots + [origin]) as foreign, MemorySampler(target.roots) as memory:
-        figures, raw = load.run_wrk(ctx.processes, target.base, paths, mode, workdir, name, connections, threads,
-                                    seconds, s.timeout_s)
+        if mode == "open":
+            figures, raw = load.run_open_loop(ctx.processes, target.base, paths, workdir, name,
+                                              round(2 * sustained, 1), seconds, s.timeout_s)
+        else:
+            figures, raw = load.run_wrk(ctx.processes, target.base, paths, mode, workdir, name, connections,
+                                        threads, seconds, s.timeout_s)
     result.update(figures)
     result.update(memory.result())
     result["foreign_cpu_share"] = foreign.share
-    result["connections"] = connections
+    if connections is not None:
+        result["connections"] = connections
     result["wrk_output"] = raw
     return result
 
@@ -234,7 +243,8 @@ def main():
                 entry["how"] = target.describe(ctx)
                 for case in ("cold", "hot", "overload", "quality"):
                     if case in target.cases:
-                        entry["cases"][case] = run_case(case, target, ctx, s, os.path.join(rundir, "wrk"))
+                        sustained = entry["cases"].get("cold", {}).get("images_per_s")
+                        entry["cases"][case] = run_case(case, target, ctx, s, os.path.join(rundir, "wrk"), sustained)
                         print(f"bench:   {case}: {brief(entry['cases'][case])}", file=sys.stderr)
             except Exception as error:
                 entry["error"] = f"{type(error).__name__}: {error}"

@@ -7,10 +7,13 @@
   lean  (hot)       cycle for `seconds` with wrk's own counters only (a per-response Lua callback would cap
                     wrk below the static peer's rate); images/s = (requests - non-2xx) / wrk's duration, where
                     wrk counts status >= 400 as non-2xx
+  open (overload)   requests due at a set rate for `seconds`, whatever the server does (openloop.py), every
+                    request recorded with its latency from when it was due; figures as for loop
 A timeout is a request not answered within `timeout` seconds: answered later than that, or still unanswered
 when the load ended and older than that. wrk's own timeout count (lean) is reported as wrk gives it.
 """
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -45,6 +48,32 @@ def run_wrk(processes, base, paths, mode, workdir, name, connections, threads, s
     if not os.path.exists(out):
         raise RuntimeError(f"wrk wrote no results ({argv})")
     return parse(out, mode, timeout), out
+
+
+def run_open_loop(processes, base, paths, workdir, name, rate, seconds, timeout):
+    """Runs openloop.py at `rate` requests/s (held by `processes` while it runs); returns (figures, raw output
+    path), the figures of loop mode with the rate and the connections the load opened."""
+    os.makedirs(workdir, exist_ok=True)
+    urls = os.path.join(workdir, f"{name}.urls")
+    out = os.path.join(workdir, f"{name}.open")
+    with open(urls, "w") as f:
+        f.write("\n".join(paths) + "\n")
+    if os.path.exists(out):
+        os.remove(out)
+    argv = [sys.executable, os.path.join(HERE, "openloop.py"), "--base", base, "--urls", urls, "--rate", str(rate),
+            "--seconds", str(seconds), "--timeout", str(timeout), "--out", out]
+    processes.run("openloop", argv, dict(os.environ), os.path.join(workdir, f"{name}.stdout"),
+                  timeout=seconds + timeout + 60)
+    if not os.path.exists(out):
+        raise RuntimeError(f"openloop.py wrote no results ({argv})")
+    figures = parse(out, "loop", timeout)
+    with open(out) as f:
+        for line in f:
+            if line.startswith("#rate_per_s "):
+                figures["rate_per_s"] = float(line.split()[1])
+            elif line.startswith("#connections_opened "):
+                figures["connections_opened"] = int(line.split()[1])
+    return figures, out
 
 
 def parse(path, mode, timeout):
