@@ -133,6 +133,7 @@ let package = Package(
             name: "image-service",
             dependencies: [
                 "ImagePipelineService", "ImagePipelineKit", "ImagePipelineHTTPClient", "ImagePipelineRedis", "ImageOriginServer",
+                "PipelineLocking",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

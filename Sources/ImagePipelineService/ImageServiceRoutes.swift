@@ -61,9 +61,22 @@ extension ImageServiceResponse {
     var httpFields: HTTPFields {
         var fields = HTTPFields()
         for (name, value) in headers {
-            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+            if let name = Self.fieldName(name) { fields.append(HTTPField(name: name, value: value)) }
         }
         fields[.contentLength] = String(body.count)
         return fields
+    }
+
+    /// The field name of `name`: the service's own names without parsing them again for every answer.
+    private static func fieldName(_ name: String) -> HTTPField.Name? {
+        switch name {
+        case "ETag": .eTag
+        case "Last-Modified": .lastModified
+        case "Cache-Control": .cacheControl
+        case "Content-Type": .contentType
+        case "Vary": .vary
+        case "Retry-After": .retryAfter
+        default: HTTPField.Name(name)
+        }
     }
 }

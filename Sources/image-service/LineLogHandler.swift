@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PipelineLocking
 
 /// The service's log lines, in swift-log's `StreamLogHandler` format (`TIME LEVEL LABEL: KEY=VALUE… [SOURCE]
 /// MESSAGE`, keys sorted), to a ``BufferedStandardError``.
@@ -53,14 +54,20 @@ struct LineLogHandler: LogHandler {
         output.write(line)
     }
 
+    /// The last second's timestamp: lines come thousands a second, and formatting the time is a good part of one.
+    private static let lastTimestamp = Locked<(second: Int, text: String)>((-1, ""))
+
     /// Local time as `2026-11-29T03:50:59+0000`.
     private static func timestamp() -> String {
         var now = time(nil)
+        if let text = lastTimestamp.withLock({ $0.second == now ? $0.text : nil }) { return text }
         var local = tm()
         guard localtime_r(&now, &local) != nil else { return "<unknown>" }
-        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 32) { buffer in
+        let text = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 32) { buffer in
             let count = strftime(buffer.baseAddress!, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &local)
             return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress!, count: count), as: UTF8.self)
         }
+        lastTimestamp.withLock { $0 = (now, text) }
+        return text
     }
 }
