@@ -18,8 +18,10 @@ struct CheckedPath: Sendable {
         self.source = source
         sourceHost = source.host
         let canonical = thumbnail.canonicalDescription
-        let parts = thumbnail.filters.format.map { [ThumbnailRenderer.FormatChoice.explicit($0).cacheKeyPart] }
-            ?? [OutputFormat.avif, .webp, nil].map(ThumbnailRenderer.FormatChoice.negotiatedKeyPart)
+        typealias Choice = ThumbnailRenderer.FormatChoice
+        // Without `format()`: a newer format `Accept` may choose, or the source's own.
+        let parts = thumbnail.filters.format.map { [Choice.explicit($0).cacheKeyPart] }
+            ?? OutputFormat.newerFormats.map { Choice.negotiatedKeyPart($0) } + [Choice.negotiatedKeyPart(nil)]
         resultKeys = Dictionary(uniqueKeysWithValues: parts.map { ($0, ResultCache.key(for: canonical + "|" + $0)) })
     }
 

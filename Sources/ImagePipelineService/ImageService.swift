@@ -113,7 +113,7 @@ public final class ImageService: Sendable {
         } catch {
             var refusal = ImageServiceResponse.failure(error)
             // A refused source is still named in the log line (a path over the length limit is not read again).
-            if error != .uriTooLong(configuration.limits.maxPathBytes) {
+            if case .uriTooLong = error {} else {
                 refusal.sourceHost = (try? ThumborPath.parse(Substring(request.path))).flatMap { URL(string: $0.request.source)?.host }
             }
             return refusal

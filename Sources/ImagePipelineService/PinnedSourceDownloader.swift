@@ -27,7 +27,10 @@ final class PinnedSourceDownloader: ImageDownloader {
     }
 
     func startDownload(_ request: DownloadRequest, delegate: any ImageDownloadDelegate) -> any ImageDownloadTask {
-        guard let host = request.url.host, !host.isEmpty, SourceAddress(literal: host) == nil else {
+        // An address needs no resolving; nor does an `https` name when private addresses are allowed: it is
+        // neither checked nor pinned.
+        guard let host = request.url.host, !host.isEmpty, SourceAddress(literal: host) == nil,
+              request.url.scheme == "http" || !allowsPrivateAddresses else {
             return transport.startDownload(request, delegate: delegate)
         }
         let task = PinnedDownloadTask(request: request, delegate: delegate)

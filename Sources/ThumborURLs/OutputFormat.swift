@@ -50,10 +50,13 @@ public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
         }
     }
 
+    /// The newer formats `Accept` can choose without `format()`, the preferred first.
+    public static let newerFormats: [OutputFormat] = [.avif, .webp]
+
     /// The newer format a client that accepts `accepted` (``acceptedMediaTypes(_:)``) gets without `format()`:
-    /// AVIF where it can be encoded here, then WebP; `nil` when it lists neither.
+    /// the first of ``newerFormats`` that can be encoded here and that it lists; `nil` when it lists neither.
     public static func preferredNewer(accepting accepted: Set<String>) -> OutputFormat? {
-        [OutputFormat.avif, .webp].first { $0.isEncodable && accepted.contains($0.mediaType) }
+        newerFormats.first { $0.isEncodable && accepted.contains($0.mediaType) }
     }
 
     /// The media types an `Accept` value names with a quality above zero (wildcards aside: `*/*` and

@@ -4,6 +4,7 @@ import ImagePipelineHTTPClient
 import ImagePipelineKit
 import Logging
 import PipelineLocking
+import TestSupport
 import Testing
 @testable import ImagePipelineService
 
@@ -57,7 +58,7 @@ struct PinnedSourceTests {
         var request = DownloadRequest(url: URL(string: "http://rebound.test:\(origin.port)/rocket.jpg")!)
         request.priority = .normal
         _ = downloader.startDownload(request, delegate: delegate)
-        let error = try await delegate.completion(timeout: .seconds(10))
+        let error = try await delegate.completion()
         #expect("\(String(describing: error))".contains("non-public address 127.0.0.1"), "\(String(describing: error))")
         #expect(origin.requestLog.isEmpty, "the origin was never asked")
 
@@ -65,7 +66,7 @@ struct PinnedSourceTests {
         let allowing = PinnedSourceDownloader(transport: transport, allowsPrivateAddresses: true) { _ in [.v4(0x7F00_0001)] }
         let allowed = CompletionRecorder()
         _ = allowing.startDownload(request, delegate: allowed)
-        #expect(try await allowed.completion(timeout: .seconds(10)) == nil)
+        #expect(try await allowed.completion() == nil)
         #expect(allowed.bodyBytes == (try ServiceFixture.photo(ImageServiceTests.rocket)).count)
         #expect(origin.requests(to: "/rocket.jpg").first?.header("Host") == "rebound.test:\(origin.port)")
         try? await transport.shutdown()
@@ -85,7 +86,7 @@ struct PinnedSourceTests {
                                             delegate: delegate)
         task.cancel()
         task.cancel()
-        #expect(try await delegate.completion(timeout: .seconds(10)) == .cancelled)
+        #expect(try await delegate.completion() == .cancelled)
         try await Task.sleep(for: .milliseconds(400))
         #expect(delegate.completionCount == 1)
         #expect(origin.requestLog.isEmpty)
@@ -110,13 +111,9 @@ private final class CompletionRecorder: ImageDownloadDelegate {
         state.withLock { $0.completions.append(error) }
     }
 
-    /// The first completion, once it came.
-    func completion(timeout: Duration) async throws -> DownloadError? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let first = state.withLock({ $0.completions.first }) { return first }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        throw CancellationError()
+    /// The first completion, once it came (within ``eventually(timeout:_:)``'s ten seconds).
+    func completion() async throws -> DownloadError? {
+        guard try await eventually({ completionCount > 0 }) else { throw CancellationError() }
+        return state.withLock { $0.completions[0] }
     }
 }

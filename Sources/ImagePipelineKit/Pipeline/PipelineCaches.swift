@@ -181,21 +181,19 @@ final class PipelineCaches: Sendable {
 
     /// The last row of a download's percolation: its bytes go to the fleet's shared cache (in the background,
     /// unless larger than the fleet takes), and `lease`, the fill lease its fetch held, is given back once they
-    /// are there. Placeholders stay in the process. Returns whether a write was started.
-    @discardableResult
+    /// are there. Placeholders stay in the process.
     func writeThroughToFleet(_ image: CachedImageData, identifier: String, type: ImageType?,
-                             releasing lease: SharedCacheLease?) -> Bool {
-        guard let fleet = sharedCache else { return false }
+                             releasing lease: SharedCacheLease?) {
+        guard let fleet = sharedCache else { return }
         guard !image.isPlaceholder else {
             if let lease { fleet.release(lease) }
-            return false
+            return
         }
         let value = SharedCacheValue(data: image.data, url: image.url, dimensions: image.dimensions,
                                      contentType: type?.mimeType, isAnimated: image.isAnimated,
                                      eTag: image.httpMetadata?.entityTag, lastModified: image.httpMetadata?.lastModified,
                                      timeToLive: image.timeToLive)
         fleet.writeThrough(value, key: fleet.key(for: identifier), releasing: lease)
-        return true
     }
 
     /// Gives a fill lease back without writing (its fetch ended without an image to share), in the background.
@@ -257,7 +255,10 @@ final class PipelineCaches: Sendable {
             memory.clear(identifier: identifier)
             stored = onDisk
         }
-        if stored { writeThroughToFleet(image, identifier: identifier, type: ImageType.detect(magicNumbersOf: image.data), releasing: nil) }
+        // The bytes' type is read only for a fleet to write to.
+        if stored, sharedCache != nil {
+            writeThroughToFleet(image, identifier: identifier, type: ImageType.detect(magicNumbersOf: image.data), releasing: nil)
+        }
         return stored
     }
 
