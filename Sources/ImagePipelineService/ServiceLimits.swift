@@ -17,6 +17,10 @@ public struct ServiceLimits: Sendable, Equatable {
     /// them run to keep the cores busy while some wait for their bytes, and no more, since more only lengthens
     /// every render. The default is four per core.
     public var maxRendersInFlight = 4 * ProcessInfo.processInfo.activeProcessorCount
+    /// Decodes, edits and encodes running at once, of all renders together (``ProcessingSlots``); a render
+    /// whose source is in waits for one. The default, one per core, leaves no core with a queue of them, so an
+    /// event loop that wakes to answer a cached thumbnail or to refuse a request finds a core at once.
+    public var maxRendersProcessing = ProcessInfo.processInfo.activeProcessorCount
     /// Renders waiting for a slot; past it, a request is answered 503 at once. The default, eight per core, keeps
     /// an accepted request's wait near the time a few renders take instead of growing with the load.
     public var maxRendersWaiting = 8 * ProcessInfo.processInfo.activeProcessorCount

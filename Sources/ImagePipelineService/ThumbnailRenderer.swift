@@ -59,7 +59,7 @@ struct ThumbnailRenderer: Sendable {
         var fetched = try await fetch(url, sizing: ThumbnailGeometry.fetchSizing(for: request))
         var source = fetched.image.bitmap
         if let crop = request.sourceCrop {
-            source = try edit { try Self.cut(source, to: crop) }
+            source = try await edit { try Self.cut(source, to: crop) }
         }
         var geometry = ThumbnailGeometry(request: request, source: request.sourceCrop == nil ? fetched.originalDimensions : source.size)
         // The pipeline scales up when the target is larger than the source; without upscaling, start again from
@@ -75,7 +75,7 @@ struct ThumbnailRenderer: Sendable {
         }
         let fetchedAt = ContinuousClock.now
         let sourceType = sniffedSourceType(fetched.identifier)
-        let (data, format) = try edit { () throws -> (Data, OutputFormat) in
+        let (data, format) = try await edit { () throws -> (Data, OutputFormat) in
             let bitmap = try finish(source, request: request, geometry: geometry)
             let format: OutputFormat = switch choice {
             case .explicit(let format): format
@@ -152,10 +152,12 @@ struct ThumbnailRenderer: Sendable {
         return ImageType.detect(magicNumbersOf: data)
     }
 
-    /// Runs a pixel edit or an encode, turning a codec failure into a 422 and an allocation refusal into a 413.
-    private func edit<T>(_ body: () throws -> T) throws(ServiceError) -> T {
+    /// Runs a pixel edit or an encode in one of the pipeline's processing slots (the decodes take them too),
+    /// turning a codec failure into a 422 and an allocation refusal into a 413.
+    private func edit<T>(_ body: () throws -> T) async throws(ServiceError) -> T {
         do {
-            return try body()
+            guard let slots = pipeline.configuration.processingSlots else { return try body() }
+            return try await slots.withSlot(body)
         } catch let error as ServiceError {
             throw error
         } catch let error as ImageCodecError {

@@ -62,6 +62,9 @@ struct ImageServiceCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-renders"), help: "Renders running at once (IMAGE_SERVICE_MAX_RENDERS; default four per core).")
     var maxRenders: Int?
 
+    @Option(name: .customLong("max-processing"), help: "Decodes, edits and encodes running at once, of all renders (IMAGE_SERVICE_MAX_PROCESSING; default one per core).")
+    var maxProcessing: Int?
+
     @Option(name: .customLong("max-waiting"), help: "Renders waiting for a slot; past it 503 with Retry-After (IMAGE_SERVICE_MAX_WAITING; default eight per core).")
     var maxWaiting: Int?
 

@@ -53,6 +53,8 @@ struct ServiceSettings {
             limits.requestDeadline = .milliseconds(Int64(seconds * 1000))
         }
         limits.maxRendersInFlight = try number(command.maxRenders, "IMAGE_SERVICE_MAX_RENDERS", minimum: 1) ?? limits.maxRendersInFlight
+        limits.maxRendersProcessing = try number(command.maxProcessing, "IMAGE_SERVICE_MAX_PROCESSING", minimum: 1)
+            ?? limits.maxRendersProcessing
         limits.maxRendersWaiting = try number(command.maxWaiting, "IMAGE_SERVICE_MAX_WAITING", minimum: 0) ?? limits.maxRendersWaiting
         configuration.limits = limits
         configuration.defaultQuality = try number(command.quality, "IMAGE_SERVICE_QUALITY", minimum: 1, maximum: 100)

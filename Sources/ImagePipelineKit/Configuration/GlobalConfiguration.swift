@@ -45,6 +45,7 @@ public final class GlobalConfiguration: Sendable {
     private let currentDownloadLimits = Locked(DownloadLimits())
     private let decodeSlots = Locked(GlobalConfiguration.defaultMaxConcurrentImageDecodeCount)
     private let decodeSlice = Locked<Duration?>(nil)
+    private let chosenProcessingSlots = Locked<ProcessingSlots?>(nil)
     /// See ``recordsStageCPUTime``; read once per stage of every fetch, hence an atomic.
     let stageCPUTimeSwitch = Atomic<Bool>(false)
     /// The fetch decodes running now, counted while ``recordsStageCPUTime`` is on.
@@ -101,6 +102,24 @@ public final class GlobalConfiguration: Sendable {
     public var decodeTimeSlice: Duration? {
         get { decodeSlice.withLock { $0 } }
         set { decodeSlice.withLock { $0 = newValue } }
+    }
+
+    /// Slots a fetch's decode of an image it has whole (from a download or a cache) takes for the decode and the
+    /// scaling; `nil` (the default): decodes start as soon as their bytes are in, up to the operation queue's
+    /// width. The scans shown while a download runs take none.
+    ///
+    /// Give one where threads that wake for short work must find a core soon beside decodes: a server whose
+    /// event loops answer requests, for instance. Take the same slots around your own CPU-heavy work (an
+    /// encoder's, say), so that it and the decodes together run no more at once than there are slots.
+    public var processingSlots: ProcessingSlots? {
+        get { chosenProcessingSlots.withLock { $0 } }
+        set { chosenProcessingSlots.withLock { $0 = newValue } }
+    }
+
+    /// Runs `body` in one of ``processingSlots``, or at once without them.
+    func withProcessingSlot<T>(_ body: () throws -> T) rethrows -> T {
+        guard let slots = processingSlots else { return try body() }
+        return try slots.withSlot(body)
     }
 
     private func updateOperationQueueWidth() {

@@ -188,27 +188,30 @@ extension FetchOperation {
     /// Decodes `data` at the target, timed for the decode-duration metric; stopped at the codec's checkpoints
     /// when `interruption` says so (``ImageCodecError/interrupted``). With `finishingIncremental` (`data` is
     /// what this fetch downloaded), the session that showed the image while it loaded, if there is one, goes on
-    /// to the final image instead of a new decode (see `_queue_finishIncremental`).
+    /// to the final image instead of a new decode (see `_queue_finishIncremental`). It waits for one of the
+    /// configuration's ``GlobalConfiguration/processingSlots`` when it has them.
     func _queue_decode(_ data: Data, interruption: DecodeInterruption? = nil,
                        finishingIncremental: Bool = false) throws -> DecodedImage {
-        let started = ContinuousClock.now
         let claim = pipeline.configuration.decodeMemoryBudget.claim(waits: true)
         decodeClaims.append(claim)
-        let decoded = try DecodeInterruption.$current.withValue(interruption) {
-            try DecodeMemoryBudget.Claim.$current.withValue(claim) {
-                try measuring(.decode) {
-                    try DecodeTimeSlice.run(pipeline.configuration.decodeTimeSlice) {
-                        if finishingIncremental, let finished = try _queue_finishIncremental(data) {
-                            return finished
+        return try pipeline.configuration.withProcessingSlot {
+            let started = ContinuousClock.now
+            let decoded = try DecodeInterruption.$current.withValue(interruption) {
+                try DecodeMemoryBudget.Claim.$current.withValue(claim) {
+                    try measuring(.decode) {
+                        try DecodeTimeSlice.run(pipeline.configuration.decodeTimeSlice) {
+                            if finishingIncremental, let finished = try _queue_finishIncremental(data) {
+                                return finished
+                            }
+                            return try CodecCatalogue.shared.decode(data, target: plan.target,
+                                                                    configuration: plan.decoderConfiguration)
                         }
-                        return try CodecCatalogue.shared.decode(data, target: plan.target,
-                                                                configuration: plan.decoderConfiguration)
                     }
                 }
             }
+            pipeline.configuration.recordDecode(of: decoded.properties.type, duration: ContinuousClock.now - started)
+            return decoded
         }
-        pipeline.configuration.recordDecode(of: decoded.properties.type, duration: ContinuousClock.now - started)
-        return decoded
     }
 
     /// The final image of `data`, the bytes this fetch downloaded, from the session that showed them while they
