@@ -142,6 +142,11 @@ struct PipelineBench: AsyncParsableCommand {
         valueName: "µs"))
     var decodeTimeSliceUs: Int?
 
+    @Option(help: ArgumentHelp(
+        "Processing slots the decodes take (GlobalConfiguration.processingSlots; default: none, a decode starts when its bytes are in).",
+        valueName: "count"))
+    var processingSlots: Int?
+
     @Flag(help: "Record stage CPU times; print where each image's CPU time went and how many decodes ran at once.")
     var breakdown = false
 
@@ -161,6 +166,7 @@ struct PipelineBench: AsyncParsableCommand {
         guard threads > 0 else { throw ValidationError("--threads: a positive number") }
         guard downloadSlots > 0 else { throw ValidationError("--downloads: a positive number") }
         guard (decodeTimeSliceUs ?? 1) > 0 else { throw ValidationError("--decode-time-slice-us: a positive number") }
+        guard (processingSlots ?? 1) > 0 else { throw ValidationError("--processing-slots: a positive number") }
         guard originThreads > 0 else { throw ValidationError("--origin-threads: a positive number") }
         let sources = ["skimage-hubble_deep_field.jpg", "skimage-rocket.jpg", "skimage-astronaut-progressive.jpg", "skimage-chelsea.png"]
         let photos = try sources.map { try BenchImages.photoJPEG(width: 1920, height: 1080, from: $0) }
@@ -260,6 +266,7 @@ struct PipelineBench: AsyncParsableCommand {
                 $0.maxConcurrentImagePipelineDownloadCount = downloadSlots
                 if let diskCacheMb { $0.maxBytesForAllDiskCaches = diskCacheMb << 20 }
                 $0.decodeTimeSlice = decodeTimeSliceUs.map { .microseconds($0) }
+                $0.processingSlots = processingSlots.map { ProcessingSlots(count: $0) }
                 $0.recordsStageCPUTime = breakdown
             }
         ) { pipeline, queue in
