@@ -110,7 +110,7 @@ struct ImageServiceProcessTests {
         let help = try await ChildProcess.run(binary, ["--help"], timeout: 30)
         #expect(help.exitCode == 0)
         for flag in ["--security-key", "--allow-unsafe-url", "--allowed-source", "--allow-private-sources", "--cache-dir",
-                     "--redis", "--max-source-bytes", "--deadline", "--max-renders", "--max-waiting", "IMAGE_SERVICE_SECURITY_KEYS"] {
+                     "--redis", "--max-source-bytes", "--deadline", "--max-renders", "--max-processing", "--max-waiting", "IMAGE_SERVICE_SECURITY_KEYS"] {
             #expect(help.stdout.contains(flag), "--help documents \(flag)")
         }
     }

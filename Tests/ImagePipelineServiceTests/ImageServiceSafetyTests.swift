@@ -138,4 +138,21 @@ struct ImageServiceSafetyTests {
         #expect(await waiting.value.status == 200, "the waiting render got the slot")
         await fixture.shutdown()
     }
+
+    @Test("a render's decode waits for one of the processing slots, and renders once one is free")
+    func processingSlots() async throws {
+        let fixture = try await ServiceFixture.start { $0.limits.maxRendersProcessing = 1 }
+        let slots = try #require(fixture.pipelines.configuration.processingSlots)
+        #expect(slots.count == 1)
+        fixture.origin.setAsset(try ServiceFixture.photo(ImageServiceTests.rocket), at: "/rocket.jpg")
+        let (held, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        Thread { slots.withSlot { held.signal(); release.wait() } }.start()
+        #expect(held.wait(timeout: .now() + 10) == .success)
+        let render = Task { await fixture.get("/unsafe/64x64/\(fixture.source)/rocket.jpg") }
+        #expect(try await eventually { slots.waitingCount == 1 }, "the downloaded source waits for the slot to decode")
+        release.signal()
+        let response = await render.value
+        #expect(response.status == 200, "\(response.text)")
+        await fixture.shutdown()
+    }
 }
