@@ -24,6 +24,13 @@ public final class ProcessingSlots: Sendable {
         var free: Int
         /// Never longer than the threads and tasks that want a slot at once, so taking its first is cheap.
         var line: [Waiter] = []
+
+        /// Takes a free slot, if there is one.
+        mutating func takeFreeSlot() -> Bool {
+            guard free > 0 else { return false }
+            free -= 1
+            return true
+        }
     }
 
     /// How many may run at once.
@@ -44,10 +51,7 @@ public final class ProcessingSlots: Sendable {
     /// concurrency pool while it waits.
     public func withSlot<T>(_ body: () throws -> T) rethrows -> T {
         let semaphore: DispatchSemaphore? = state.withLock { state in
-            if state.free > 0 {
-                state.free -= 1
-                return nil
-            }
+            if state.takeFreeSlot() { return nil }
             let semaphore = DispatchSemaphore(value: 0)
             state.line.append(.thread(semaphore))
             return semaphore
@@ -60,18 +64,10 @@ public final class ProcessingSlots: Sendable {
     /// Runs `body` once a slot is free, suspending the calling task until then. A cancelled task still waits
     /// for its turn: the line is never longer than the work ahead of it.
     public func withSlot<T>(_ body: () throws -> T) async rethrows -> T {
-        let isAdmitted = state.withLock { state in
-            guard state.free > 0 else { return false }
-            state.free -= 1
-            return true
-        }
-        if !isAdmitted {
+        if !state.withLock({ $0.takeFreeSlot() }) {
             await withCheckedContinuation { continuation in
                 let isAdmittedMeanwhile = state.withLock { state in
-                    if state.free > 0 {
-                        state.free -= 1
-                        return true
-                    }
+                    if state.takeFreeSlot() { return true }
                     state.line.append(.task(continuation))
                     return false
                 }
