@@ -146,5 +146,14 @@ struct CodecCatalogueTests {
         #expect(ImageType.detect(magicNumbersOf: Array("GIF89a".utf8)) == .gif)
         #expect(ImageType.detect(magicNumbersOf: Array("RIFF\0\0\0\0WEBP".utf8)) == .webp)
         #expect(ImageType.detect(magicNumbersOf: [0xFF, 0xD8]) == nil)
+        #expect(ImageType.detect(magicNumbersOf: Array("RIFF\0\0\0\0WAVE".utf8)) == nil)
+        #expect(ImageType.detect(magicNumbersOf: Array("BM6\0".utf8)) == .bmp)
+        #expect(ImageType.detect(magicNumbersOf: [0xFF, 0x0A, 0x00]) == .jxl)
+        #expect(ImageType.detect(magicNumbersOf: [0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) == .jxl)
+        #expect(ImageType.detect(magicNumbersOf: Array("\0\0\0\u{1C}ftypavif".utf8)) == .avif)
+        #expect(ImageType.detect(magicNumbersOf: Array("\0\0\0\u{1C}ftypavis".utf8)) == .avif)
+        #expect(ImageType.detect(magicNumbersOf: Array("\0\0\0\u{1C}ftypheic".utf8)) == nil)
+        #expect(ImageType.detect(magicNumbersOf: Data([0x47, 0x49, 0x46, 0x38]).dropFirst(0)) == .gif, "any collection of bytes")
+        #expect(ImageType.detect(magicNumbersOf: [UInt8]()) == nil)
     }
 }

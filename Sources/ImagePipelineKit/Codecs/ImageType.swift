@@ -43,25 +43,46 @@ public struct ImageType: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     /// The type the first bytes announce (TIP's `TIPDetectImageTypeViaMagicNumbers`), or `nil`.
     public static func detect<Bytes: Collection<UInt8>>(magicNumbersOf bytes: Bytes) -> ImageType? {
-        let head = Array(bytes.prefix(12))
-        func starts(_ magic: [UInt8]) -> Bool { head.count >= magic.count && head.starts(with: magic) }
-        if starts([0xFF, 0xD8, 0xFF]) { return .jpeg }
-        if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
-        if starts([0x47, 0x49, 0x46]) { return .gif }
-        if head.count >= 12, starts([0x52, 0x49, 0x46, 0x46]), Array(head[8..<12]) == [0x57, 0x45, 0x42, 0x50] {
-            return .webp
+        // The first twelve bytes go to the stack and the signatures are made once: a server asks this of every
+        // cached answer it sends.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 12) { buffer in
+            var count = 0
+            for byte in bytes.prefix(12) {
+                buffer[count] = byte
+                count += 1
+            }
+            return detect(head: UnsafeBufferPointer(rebasing: buffer[..<count]))
         }
-        if starts([0x42, 0x4D]) { return .bmp }
+    }
+
+    private static func detect(head: UnsafeBufferPointer<UInt8>) -> ImageType? {
+        func starts(_ signature: [UInt8], at offset: Int = 0) -> Bool {
+            head.count >= offset + signature.count && head[offset...].starts(with: signature)
+        }
+        if starts(Signature.jpeg) { return .jpeg }
+        if starts(Signature.png) { return .png }
+        if starts(Signature.gif) { return .gif }
+        if starts(Signature.riff), starts(Signature.webp, at: 8) { return .webp }
+        if starts(Signature.bmp) { return .bmp }
         // JPEG XL: the bare codestream's two bytes, or the container's signature box.
-        if starts([0xFF, 0x0A]) || starts([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) {
-            return .jxl
-        }
+        if starts(Signature.jxlCodestream) || starts(Signature.jxlContainer) { return .jxl }
         // An ISO base media file whose major brand is AVIF (a compatible brand needs the whole `ftyp` box,
         // which AVIFDecoder reads).
-        if head.count >= 12, Array(head[4..<8]) == Array("ftyp".utf8),
-           ["avif", "avis"].contains(String(decoding: head[8..<12], as: UTF8.self)) {
-            return .avif
-        }
+        if starts(Signature.ftyp, at: 4), starts(Signature.avif, at: 8) || starts(Signature.avis, at: 8) { return .avif }
         return nil
+    }
+
+    private enum Signature {
+        static let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF]
+        static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        static let gif = Array("GIF".utf8)
+        static let riff = Array("RIFF".utf8)
+        static let webp = Array("WEBP".utf8)
+        static let bmp = Array("BM".utf8)
+        static let jxlCodestream: [UInt8] = [0xFF, 0x0A]
+        static let jxlContainer: [UInt8] = [0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]
+        static let ftyp = Array("ftyp".utf8)
+        static let avif = Array("avif".utf8)
+        static let avis = Array("avis".utf8)
     }
 }
