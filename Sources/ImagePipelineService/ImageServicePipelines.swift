@@ -41,9 +41,12 @@ public final class ImageServicePipelines: Sendable {
         configuration.maxConcurrentImagePipelineDownloadCount = concurrentDownloads
         // The caches', downloads' and decodes' gauges, for whoever scrapes the metrics.
         configuration.gaugeRecordingInterval = .seconds(5)
-        // Decodes take the renders' processing slots (the renderer's edits and encodes take them too), so that
-        // the event loops that answer cached thumbnails and refuse what cannot wait find a core when they wake.
+        // Decodes take the render's processing slots (the renderer's edits and encodes take them too).
         configuration.processingSlots = ProcessingSlots(count: limits.maxRendersProcessing)
+        // A source's decode asks for short scheduler slices (kernels 6.12 and later), so that the event loops that
+        // answer cached thumbnails and refuse what cannot wait get a core soon after they wake, beside decodes
+        // that hold it for milliseconds. Change it on `configuration` for another balance.
+        configuration.decodeTimeSlice = .microseconds(100)
         sources = try ImagePipeline(identifier: "\(name)-sources", configuration: configuration, cacheRoot: cacheDirectory)
         results = try ImagePipeline(identifier: "\(name)-results", configuration: configuration, cacheRoot: cacheDirectory)
     }
