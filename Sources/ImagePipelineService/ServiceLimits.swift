@@ -20,6 +20,8 @@ public struct ServiceLimits: Sendable, Equatable {
     /// Decodes, edits and encodes running at once, of all renders together (``ProcessingSlots``); a render
     /// whose source is in waits for one. The default, one per core, leaves no core with a queue of them, so an
     /// event loop that wakes to answer a cached thumbnail or to refuse a request finds a core at once.
+    /// ``ImageServicePipelines`` gives its configuration these slots; a service on pipelines of your own sets
+    /// their configuration's `processingSlots`.
     public var maxRendersProcessing = ProcessInfo.processInfo.activeProcessorCount
     /// Renders waiting for a slot; past it, a request is answered 503 at once. The default, eight per core, keeps
     /// an accepted request's wait near the time a few renders take instead of growing with the load.
