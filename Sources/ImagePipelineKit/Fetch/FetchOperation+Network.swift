@@ -103,7 +103,9 @@ extension FetchOperation {
 }
 
 /// Relays a fetch's share of a download from the coordinator's queue to the fetch's own queue; the events of a
-/// burst go in one block (``QueueBacklog``), and its chunks are taken together.
+/// burst go in one block (``QueueBacklog``), and its chunks are taken together. The fetch that started the
+/// download names its queue as the download's ``eventQueue``: the coordinator takes the events there, so this
+/// fetch's block is appended to the running one and no thread wakes for it.
 final class FetchDownloadClient: DownloadClient {
     private enum Event: Sendable {
         case response(DownloadResponse, resumedByteCount: Int, expectedByteCount: Int?)
@@ -112,8 +114,10 @@ final class FetchDownloadClient: DownloadClient {
     }
 
     private let backlog: QueueBacklog<Event>
+    let eventQueue: DispatchQueue?
 
     init(operation: FetchOperation) {
+        eventQueue = operation.queue
         // From the response head; read for each chunk. Only the fetch's queue touches it.
         let expected = Locked<Int?>(nil)
         backlog = QueueBacklog(queue: operation.queue) { events in

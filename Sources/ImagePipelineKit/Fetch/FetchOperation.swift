@@ -312,9 +312,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         }
     }
 
-    /// Sets the final state, then tells the delegate, then runs `afterDelivery` back on this queue, and only after
-    /// that reports the operation finished (TIP's ordering guarantee: the final callback happens before
-    /// `isFinished`).
+    /// Sets the final state, then hands the callback to the delegate, then runs `afterDelivery` on this queue
+    /// without waiting for the callback, and reports the operation finished once both are over (TIP's ordering
+    /// guarantee: the final callback happens before `isFinished`).
     private func _queue_finish(state finalState: State, afterDelivery: [AfterDeliveryStep] = [],
                                _ callback: @escaping @Sendable (any FetchDelegate) -> Void) {
         _queue_setState(finalState)
@@ -323,21 +323,28 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         let claims = decodeClaims
         decodeClaims = []
         let sharedTurn = sharedDelegateTurn
+        // The callback's turn and the rows after delivery each say when they are over; the second to end
+        // reports the operation finished.
+        let unfinished = Locked(afterDelivery.isEmpty ? 1 : 2)
+        let partDone: @Sendable () -> Void = { [self] in
+            if unfinished.withLock({ $0 -= 1; return $0 == 0 }) { markFinished() }
+        }
         _queue_onDelegateQueue { [self] in
             if let delegate { pipeline.configuration.measuring(.delivery) { callback(delegate) } }
             // Given back once the delegate has the image (or the error): from here the pixels are the app's.
             claims.forEach { $0.releaseAll() }
-            let afterwards: @Sendable () -> Void = { [self] in
-                guard !afterDelivery.isEmpty else { return markFinished() }
-                queue.async { [self] in
-                    _queue_runAfterDelivery(afterDelivery)
-                    markFinished()
-                }
-            }
-            // In a turn that many fetches share, what comes after a callback (the disk write, the operation's end,
-            // which starts the next fetches) waits for the turn's last callback: started at once, it took a core
-            // from the delegate queue on a small machine, and the callbacks after it came late.
-            if let sharedTurn { sharedTurn.afterCallbacks(afterwards) } else { afterwards() }
+            // In a turn that many fetches share, the operation's end (which starts the next fetches) waits for
+            // the turn's last callback: started at once, it took a core from the delegate queue on a small
+            // machine, and the callbacks after it came late.
+            if let sharedTurn { sharedTurn.afterCallbacks(partDone) } else { partDone() }
+        }
+        guard !afterDelivery.isEmpty else { return }
+        // The next block of this queue, so that the thread running it goes on to the rows as soon as this block
+        // has handed the callback over (a shared turn is enqueued on the delegate queue at the end of the
+        // block): no other thread wakes for them, and the image does not wait for them.
+        queue.async { [self] in
+            _queue_runAfterDelivery(afterDelivery)
+            partDone()
         }
     }
 

@@ -1,9 +1,14 @@
 import Foundation
 
-/// The downloader's delegate for one attempt of a shared download: moves its events onto the coordinator's
-/// queue, in order. Asynchronously: a downloader's thread may be a NIO event loop that the coordinator's queue
-/// itself waits on while it starts the next download, so blocking it here could deadlock both. The bytes
-/// queued meanwhile are bounded by ``DownloadLimits/maxResponseBytes``.
+/// The downloader's delegate for one attempt of a shared download: brings its events, in order, to the queue of
+/// the client that started the download (``DownloadClient/eventQueue``; the coordinator's own queue for a client
+/// without one), where the shared download takes them inside a turn of the coordinator's queue (`runOnQueue`).
+/// That client then hears of them on the thread already there: its share arrives as a block of its own queue
+/// appended to the one running, which the same thread runs next. The download's events cost one hand-off from
+/// the downloader's thread, not one to the coordinator's queue and another to the client's.
+///
+/// Asynchronously: a downloader's thread may be a NIO event loop, which must not wait for the coordinator's
+/// queue or decode. The bytes queued meanwhile are bounded by ``DownloadLimits/maxResponseBytes``.
 ///
 /// The events of a burst reach the queue in one block (``QueueBacklog``).
 final class DownloadEventRelay: ImageDownloadDelegate, Sendable {
@@ -15,13 +20,16 @@ final class DownloadEventRelay: ImageDownloadDelegate, Sendable {
 
     private let backlog: QueueBacklog<Event>
 
-    init(download: SharedDownload, attempt: Int, request: DownloadRequest, queue: DispatchQueue) {
-        backlog = QueueBacklog(queue: queue) { events in
-            for event in events {
-                switch event {
-                case .response(let response): download._queue_didReceive(response, attempt: attempt, request: request)
-                case .chunk(let chunk): download._queue_didReceive(chunk, attempt: attempt)
-                case .completion(let error): download._queue_didComplete(error, attempt: attempt)
+    init(download: SharedDownload, attempt: Int, request: DownloadRequest, queue clientQueue: DispatchQueue?) {
+        let coordinator = download.coordinator
+        backlog = QueueBacklog(queue: clientQueue ?? coordinator.queue) { events in
+            coordinator.runOnQueue {
+                for event in events {
+                    switch event {
+                    case .response(let response): download._queue_didReceive(response, attempt: attempt, request: request)
+                    case .chunk(let chunk): download._queue_didReceive(chunk, attempt: attempt)
+                    case .completion(let error): download._queue_didComplete(error, attempt: attempt)
+                    }
                 }
             }
         }

@@ -97,6 +97,15 @@ public protocol DownloadClient: AnyObject, Sendable {
     func downloadAttachment(_ attachment: DownloadAttachment, didAppend chunk: Data, totalByteCount: Int)
     /// The end of this fetch's share: the whole image, or why not.
     func downloadAttachment(_ attachment: DownloadAttachment, didFinishWith outcome: DownloadOutcome)
+    /// The serial queue this client handles its events on, if it has one: the coordinator then brings the
+    /// events of a download this client starts to that queue and does its own part there, so that they reach
+    /// the client without waking a thread in between. Default `nil`.
+    var eventQueue: DispatchQueue? { get }
+}
+
+extension DownloadClient {
+    /// No queue of its own: the coordinator takes the download's events on its queue.
+    public var eventQueue: DispatchQueue? { nil }
 }
 
 /// How a fetch's share of a download ended.

@@ -1,7 +1,8 @@
 import Foundation
 
 /// One download and the fetches that share it. Lives on the coordinator's queue (every method is
-/// `_queue_…`); the downloader's events are relayed onto that queue by a ``DownloadEventRelay``.
+/// `_queue_…`); the downloader's events reach it there through a ``DownloadEventRelay``, by way of the queue of
+/// the fetch that started it.
 final class SharedDownload: @unchecked Sendable {
     // @unchecked: every stored property is read and written only on `coordinator.queue`.
 
@@ -9,7 +10,7 @@ final class SharedDownload: @unchecked Sendable {
 
     let request: ImageDownloadRequest
     let sequence: Int
-    private let coordinator: DownloadCoordinator
+    let coordinator: DownloadCoordinator
     private var phase = Phase.waiting
     /// The fetches, owner (the one that created it) first.
     private var attachments: [DownloadAttachment]
@@ -103,10 +104,11 @@ final class SharedDownload: @unchecked Sendable {
         // answers with one of them.
         if !headers.contains("Accept") { headers.add(name: "Accept", value: CodecCatalogue.shared.acceptHeaderValue) }
         let initial = DownloadRequest(url: request.url, headers: headers, priority: priority, limits: request.limits)
-        // Most requests have neither closure: no task, just the queue. Still asynchronous: `load` runs this on
-        // its caller's thread (`queue.sync`), and a downloader's start must not run there.
+        // Most requests have neither closure: the download starts at once, on the thread that runs the queue
+        // (inside `load`, the fetch's own), with no block of the queue to wake a thread for. A downloader
+        // reports nothing from inside its start (``ImageDownloader/startDownload(_:delegate:)``).
         guard request.hydration != nil || request.authorization != nil else {
-            return coordinator.queue.async { self._queue_prepared(.success(initial)) }
+            return _queue_prepared(.success(initial))
         }
         Task { [self] in
             let prepared = await Self.prepare(initial, hydration: request.hydration, authorization: request.authorization)
@@ -168,7 +170,8 @@ final class SharedDownload: @unchecked Sendable {
     private func _queue_send(_ download: DownloadRequest) {
         attempt += 1
         sentAt = .now
-        let relay = DownloadEventRelay(download: self, attempt: attempt, request: download, queue: coordinator.queue)
+        let relay = DownloadEventRelay(download: self, attempt: attempt, request: download,
+                                       queue: attachments.first?.client.eventQueue)
         task = coordinator.downloader.startDownload(download, delegate: relay)
     }
 
