@@ -1,6 +1,6 @@
 import Foundation
 
-/// One thing a fetch does after its delegate heard of the final image, on the fetch's queue and before the
+/// One thing a fetch does once it handed the final image to its delegate, on the fetch's queue and before the
 /// operation reports finished: work that must not delay the image, but that is done once the operation is.
 ///
 /// The steps that find or download an image say which of these follow it; ``FetchOperation`` runs them in the
@@ -21,7 +21,7 @@ enum AfterDeliveryStep: Sendable {
 }
 
 extension FetchOperation {
-    /// The step, run after the final callback, that keeps a final image decoded from the cached or downloaded
+    /// The step, run after delivery, that keeps a final image decoded from the cached or downloaded
     /// image `source` in the rendition tables (an animation's first frame only); `nil`, so that the fetch takes
     /// no extra step, when there is nothing to keep: no tables, a placeholder, a request whose renditions are
     /// never kept, or a transformer that left the image as it was (the key would claim it transformed).

@@ -281,8 +281,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     // MARK: - Finishing
 
     /// Succeeds with `result`. `afterDelivery` (the disk write and what follows it; the in-memory caches are
-    /// written before this is called) runs on this queue after the delegate heard of the image and before the
-    /// operation reports finished, so none of it delays the image.
+    /// written before this is called) runs on this queue once the final callback is handed to the delegate
+    /// queue, beside it, and before the operation reports finished, so none of it delays the image.
     func _queue_succeed(_ result: FetchResult, afterDelivery: [AfterDeliveryStep] = []) {
         guard !state.isFinished else { return }
         metricsRecorder.hitFinal()

@@ -167,7 +167,7 @@ final class PipelineCaches: Sendable {
         return inMemory
     }
 
-    /// The disk write of a downloaded image, done after its delegate heard of it so it never delays the image.
+    /// The disk write of a downloaded image, done once its final callback is on its way, so it never delays the image.
     func writeDownloadedToDisk(_ image: CachedImageData, identifier: String, replacesSameURL: Bool = false) -> Bool {
         disk?.storeComplete(image, identifier: identifier, replacesSameURL: replacesSameURL) ?? false
     }

@@ -4,7 +4,7 @@ extension ImagePipeline {
     /// A cache of encoded images shared by every process of a fleet (``SharedImageCache``), or `nil` (the
     /// default): fetches try it after the disk caches and before the additional caches and the network; an image
     /// found there is decoded as a disk hit would be and kept in this pipeline's memory and disk caches; an image
-    /// downloaded is written through to it after the delegate heard of it, and so is a stored image; clearing an
+    /// downloaded is written through to it once its final callback is handed to the delegate, and so is a stored image; clearing an
     /// identifier deletes it there too. While one process downloads an image, the others wait for it (up to twice
     /// ``SharedCacheConfiguration/leaseTimeToLive``) instead of asking the origin too.
     ///
