@@ -56,7 +56,16 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
             FileDownload(url: request.url, path: path, delivery: delivery).start()
         case .success(.http):
             delivery.attachTransport(stop: { [weak self] in self?.stopCurrentHop() })
-            startHop(url: request.url, headers: request.headers)
+            // A request started on one of the client's event loops is set up there: the pool's bookkeeping, the
+            // connection's idle timer and the request's write run in place. Started from any other thread, each
+            // of those is a task sent to a loop, and each wakes it (about two wake-ups a download, against one
+            // for this hop).
+            let loop = client.eventLoopGroup.any()
+            guard !loop.inEventLoop else { return startHop(url: request.url, headers: request.headers) }
+            loop.execute { [self] in
+                guard !delivery.isStopped else { return }
+                startHop(url: request.url, headers: request.headers)
+            }
         }
     }
 
