@@ -8,84 +8,6 @@ import ImagePipelineKit
 import NIOPosix
 import PipelineLocking
 
-/// `sample-cli bench coalesce`: request coalescing. Many fetches of one URL at once through a cold
-/// pipeline must make one request and one decode, and every completion must follow the first closely.
-struct CoalesceBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "coalesce",
-        abstract: "B13: --fetches concurrent fetches of one URL through a cold pipeline: requests, decodes, callback spread.",
-        discussion: """
-            Each round makes a new pipeline (empty caches) and a new URL on the in-process loopback origin, \
-            serving a 1920x1080 JPEG made from a bundled photo, then starts --fetches fetches of it at 256 px, \
-            all from the delegate queue in one turn. Counted per round: requests the origin served, decodes \
-            (the pipeline's decode-duration metric), fetches that failed, and the spread: time from the first \
-            completion callback to the last. Targets (B13): exactly 1 request and 1 decode; every callback \
-            within 1 ms of the first. Exits 1 when a round misses the counts (not the spread, which is timing).
-            """
-    )
-
-    @Option(help: "Concurrent fetches of the one URL.")
-    var fetches = 100
-
-    @Option(help: "Rounds, each with a new pipeline and URL.")
-    var rounds = 5
-
-    @OptionGroup var output: JSONOutput
-
-    func run() async throws {
-        let jpeg = try BenchImages.photoJPEG(width: 1920, height: 1080, from: "skimage-hubble_deep_field.jpg")
-        let server = try await ImageOriginServer.start(port: 0)
-        let downloader = HTTPClientDownloader()
-        var spreads: [Double] = []
-        var countsMissed = false
-        var roundReports: [[String: Any]] = []
-        output.say("round  requests  decodes  failed  spread_ms   (target: 1 request, 1 decode, spread <= 1 ms)")
-        for round in 0..<rounds {
-            let path = "/coalesce/\(round)/photo.jpg"
-            server.setAsset(jpeg, at: path, contentType: "image/jpeg")
-            let requestsBefore = server.requestLog.count
-            let decodes = DecodeCounter()
-            let outcome = try await BenchPipeline.withPipeline(named: "bench-coalesce-\(round)", downloader: downloader,
-                                                               metrics: decodes) { pipeline, queue in
-                await Self.fetchAll(count: fetches, url: server.url(for: path), pipeline: pipeline, queue: queue)
-            }
-            let requests = server.requestLog.count - requestsBefore
-            let spread = outcome.spreadMilliseconds
-            spreads.append(spread)
-            if requests != 1 || decodes.count != 1 || outcome.failed > 0 { countsMissed = true }
-            output.say(String(format: "%5d  %8d  %7d  %6d  %9.3f", round, requests, decodes.count, outcome.failed, spread))
-            roundReports.append(["round": round, "requests": requests, "decodes": decodes.count, "failed": outcome.failed,
-                                 "spreadMs": spread])
-        }
-        try await downloader.shutdown()
-        try await server.shutdown()
-        spreads.sort()
-        output.say(String(format: "B13 coalesce: %d fetches of one URL: spread p50 %.3f ms, max %.3f ms (target <= 1 ms); counts %@",
-                          fetches, spreads[spreads.count / 2], spreads.last ?? 0, countsMissed ? "MISSED" : "met in every round"))
-        try output.write(object: ["benchmark": "coalesce", "fetches": fetches, "rounds": roundReports,
-                                  "spreadP50Ms": spreads[spreads.count / 2], "spreadMaxMs": spreads.last ?? 0,
-                                  "countsMet": !countsMissed])
-        if countsMissed { throw ExitCode(1) }
-    }
-
-    private struct Outcome {
-        var failed = 0
-        var completions: [UInt64] = []
-        var spreadMilliseconds: Double {
-            guard let first = completions.min(), let last = completions.max() else { return 0 }
-            return Double(last - first) / 1e6
-        }
-    }
-
-    /// Fetches `url` `count` times at once and notes when each completion callback ran.
-    private static func fetchAll(count: Int, url: URL, pipeline: ImagePipeline, queue: DispatchQueue) async -> Outcome {
-        let request = GenericFetchRequest(url: url, targetSizing: TargetSizing(dimensions: PixelSize(width: 256, height: 256),
-                                                                               contentMode: .fit))
-        let completions = await BenchPipeline.fetchAtOnce(Array(repeating: request, count: count), pipeline: pipeline, queue: queue)
-        return Outcome(failed: completions.filter { !$0.succeeded }.count, completions: completions.map(\.at))
-    }
-}
-
 /// `sample-cli bench pipeline`: cold-pipeline throughput. A cold pipeline fetching many distinct JPEGs from
 /// the loopback origin into 256 px images (memory and disk caches written), against the same decodes done
 /// directly on as many threads in the same run.
@@ -110,6 +32,8 @@ struct PipelineBench: AsyncParsableCommand {
             scripts/bench-pipeline-scaling.sh runs it under taskset for 1, 2, ... cores. \
             --breakdown turns the pipeline's stage CPU times on and prints CPU time per image by stage, and how \
             long each number of decodes ran at once (fewer than one per core leaves cores without a decode). \
+            --shared-pool runs the fetches on libdispatch's utility pool, as a server would (see \
+            GlobalConfiguration.fetchQueueTarget). \
             --transport blocking downloads through the hand-written fetch's blocking connections instead of \
             AsyncHTTPClient, to tell the HTTP client's cost from the pipeline's own. \
             Targets: at least 250 images/s on two cores, and 0.85x the anchor.
@@ -149,6 +73,9 @@ struct PipelineBench: AsyncParsableCommand {
 
     @Flag(help: "Record stage CPU times; print where each image's CPU time went and how many decodes ran at once.")
     var breakdown = false
+
+    @Flag(help: "Run the fetches' queues on libdispatch's utility pool, a thread per core (GlobalConfiguration.fetchQueueTarget), as image-service does; by default each fetch's queue takes a thread of its own.")
+    var sharedPool = false
 
     @Option(help: ArgumentHelp(
         "How the pipeline downloads: async-http-client (HTTPClientDownloader, the default) or blocking (the hand-written fetch's blocking connections, one thread per download).",
@@ -268,6 +195,7 @@ struct PipelineBench: AsyncParsableCommand {
                 $0.decodeTimeSlice = decodeTimeSliceUs.map { .microseconds($0) }
                 $0.processingSlots = processingSlots.map { ProcessingSlots(count: $0) }
                 $0.recordsStageCPUTime = breakdown
+                if sharedPool { $0.fetchQueueTarget = .global(qos: .utility) }
             }
         ) { pipeline, queue in
             let before = ProcessCPUSnapshot.now()

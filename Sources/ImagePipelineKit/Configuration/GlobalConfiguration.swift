@@ -46,6 +46,8 @@ public final class GlobalConfiguration: Sendable {
     private let decodeSlots = Locked(GlobalConfiguration.defaultMaxConcurrentImageDecodeCount)
     private let decodeSlice = Locked<Duration?>(nil)
     private let chosenProcessingSlots = Locked<ProcessingSlots?>(nil)
+    /// See ``fetchQueueTarget``.
+    let chosenFetchQueueTarget = Locked<DispatchQueue?>(nil)
     /// See ``recordsStageCPUTime``; read once per stage of every fetch, hence an atomic.
     let stageCPUTimeSwitch = Atomic<Bool>(false)
     /// The fetch decodes running now, counted while ``recordsStageCPUTime`` is on.

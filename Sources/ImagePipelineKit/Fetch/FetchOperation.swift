@@ -66,16 +66,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     let shared = Locked(Shared())
     let lifecycle = OperationLifecycle()
     /// Utility QoS, as the operation queue's: decoding and scaling run here, and on Linux libdispatch gives
-    /// utility work a higher nice value than the default, so a UI thread at a higher QoS wins the CPU.
-    ///
-    /// Its blocks run on libdispatch's shared utility pool, about one thread per core, not on a thread of its
-    /// own (a queue made without a target gets one from the overcommitting pool whenever it has work). While
-    /// the cores are busy, a fetch whose block is ready waits for a pool thread to finish its block, and that
-    /// thread takes it next without sleeping, instead of a new thread being woken to share a busy core: on two
-    /// cores a cold fetch costs about two wake-ups less. A block that waits (a decode for a processing slot or
-    /// for decode memory) holds its pool thread meanwhile; libdispatch adds a thread when its pool has had
-    /// work and too few runnable threads for a second.
-    let queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation", qos: .utility, target: .global(qos: .utility))
+    /// utility work a higher nice value than the default, so a UI thread at a higher QoS wins the CPU. Its
+    /// blocks run on a thread of their own, or on the pool of ``GlobalConfiguration/fetchQueueTarget``.
+    let queue: DispatchQueue
     /// Delegate-queue work sent from `queue` and not yet run, oldest first (see `_queue_onDelegateQueue`).
     private let pendingDelegateWork = Locked<[@Sendable () -> Void]>([])
     /// While set (on `queue`), this fetch's next turn of the delegate queue joins a turn shared with other
@@ -114,6 +107,8 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         self.pipeline = pipeline
         self.context = context
         plan = FetchPlan(request)
+        queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation", qos: .utility,
+                              target: pipeline.configuration.fetchQueueTarget)
         delegateCallbacks = delegate?.implementedCallbacks ?? []
         traceParent = ServiceContext.current ?? .topLevel
         super.init()

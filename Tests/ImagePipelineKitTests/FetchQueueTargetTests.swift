@@ -1,0 +1,54 @@
+import Dispatch
+import Foundation
+import PipelineLocking
+import Testing
+import TestSupport
+@testable import ImagePipelineKit
+
+@Suite("Fetch queue target: the fetches of a configuration run their steps on the queue it names")
+struct FetchQueueTargetTests {
+    /// Notes which queue, by its specific value, the fetch's steps ran on: a transformer runs on the fetch's
+    /// queue, and `getSpecific` reads a value set on that queue's target.
+    final class QueueProbe: ImageTransformer {
+        static let key = DispatchSpecificKey<String>()
+        private let seen = Locked<[String?]>([])
+
+        func transform(_ image: ImageContainer, progress: Double, targetSizing: TargetSizing) -> ImageContainer? {
+            seen.withLock { $0.append(DispatchQueue.getSpecific(key: Self.key)) }
+            return nil
+        }
+
+        var marks: [String?] { seen.withLock { $0 } }
+    }
+
+    /// Fetches a JPEG from the memory cache of a new pipeline on `configuration`, through `probe`.
+    private func fetch(on configuration: GlobalConfiguration, through probe: QueueProbe) async throws -> FetchResult {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-target-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let pipeline = try ImagePipeline(identifier: "target" + String(UUID().uuidString.prefix(8)),
+                                         configuration: configuration, cacheRoot: root)
+        let url = URL(string: "http://127.0.0.1:9/target.jpg")!
+        pipeline.memoryCache.storeComplete(
+            CachedImageData(data: try StoreOperationTests.jpeg(), url: url, dimensions: PixelSize(width: 40, height: 30)),
+            identifier: url.absoluteString)
+        return try await pipeline.image(for: GenericFetchRequest(url: url, loadingSources: [.memoryCache], transformer: probe))
+    }
+
+    @Test("With a target, the fetch's steps run on it; without one, on a queue of the fetch's own")
+    func stepsRunOnTheTarget() async throws {
+        let target = DispatchQueue(label: "FetchQueueTargetTests.fetches", attributes: .concurrent)
+        target.setSpecific(key: QueueProbe.key, value: "the configuration's target")
+
+        let targeted = GlobalConfiguration()
+        #expect(targeted.fetchQueueTarget == nil)
+        targeted.fetchQueueTarget = target
+        let probe = QueueProbe()
+        let result = try await fetch(on: targeted, through: probe)
+        #expect(result.source == .memoryCache && result.image.dimensions == PixelSize(width: 40, height: 30))
+        #expect(!probe.marks.isEmpty && probe.marks.allSatisfy { $0 == "the configuration's target" })
+
+        let unset = QueueProbe()
+        _ = try await fetch(on: GlobalConfiguration(), through: unset)
+        #expect(!unset.marks.isEmpty && unset.marks.allSatisfy { $0 == nil })
+    }
+}
