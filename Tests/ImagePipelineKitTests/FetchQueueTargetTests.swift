@@ -21,16 +21,22 @@ struct FetchQueueTargetTests {
         var marks: [String?] { seen.withLock { $0 } }
     }
 
+    /// A new pipeline on `configuration` under `root` whose memory cache holds a 40x30 JPEG at the URL returned.
+    static func pipelineWithCachedJPEG(on configuration: GlobalConfiguration, root: URL) throws -> (ImagePipeline, URL) {
+        let pipeline = try ImagePipeline(identifier: "cached" + String(UUID().uuidString.prefix(8)),
+                                         configuration: configuration, cacheRoot: root)
+        let url = URL(string: "http://127.0.0.1:9/cached.jpg")!
+        pipeline.memoryCache.storeComplete(
+            CachedImageData(data: try StoreOperationTests.jpeg(), url: url, dimensions: PixelSize(width: 40, height: 30)),
+            identifier: url.absoluteString)
+        return (pipeline, url)
+    }
+
     /// Fetches a JPEG from the memory cache of a new pipeline on `configuration`, through `probe`.
     private func fetch(on configuration: GlobalConfiguration, through probe: QueueProbe) async throws -> FetchResult {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-target-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
-        let pipeline = try ImagePipeline(identifier: "target" + String(UUID().uuidString.prefix(8)),
-                                         configuration: configuration, cacheRoot: root)
-        let url = URL(string: "http://127.0.0.1:9/target.jpg")!
-        pipeline.memoryCache.storeComplete(
-            CachedImageData(data: try StoreOperationTests.jpeg(), url: url, dimensions: PixelSize(width: 40, height: 30)),
-            identifier: url.absoluteString)
+        let (pipeline, url) = try Self.pipelineWithCachedJPEG(on: configuration, root: root)
         return try await pipeline.image(for: GenericFetchRequest(url: url, loadingSources: [.memoryCache], transformer: probe))
     }
 

@@ -96,12 +96,7 @@ struct ProcessingSlotsTests {
         configuration.processingSlots = slots
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-slots-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
-        let pipeline = try ImagePipeline(identifier: "slots" + String(UUID().uuidString.prefix(8)),
-                                         configuration: configuration, cacheRoot: root)
-        let url = URL(string: "http://127.0.0.1:9/slots.jpg")!
-        pipeline.memoryCache.storeComplete(
-            CachedImageData(data: try StoreOperationTests.jpeg(), url: url, dimensions: PixelSize(width: 40, height: 30)),
-            identifier: url.absoluteString)
+        let (pipeline, url) = try FetchQueueTargetTests.pipelineWithCachedJPEG(on: configuration, root: root)
 
         let (held, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         Thread { slots.withSlot { held.signal(); release.wait() } }.start()
