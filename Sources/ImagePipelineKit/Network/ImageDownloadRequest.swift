@@ -99,7 +99,8 @@ public protocol DownloadClient: AnyObject, Sendable {
     func downloadAttachment(_ attachment: DownloadAttachment, didFinishWith outcome: DownloadOutcome)
     /// The serial queue this client handles its events on, if it has one: the coordinator then brings the
     /// events of a download this client starts to that queue and does its own part there, so that they reach
-    /// the client without waking a thread in between. Default `nil`.
+    /// the client without waking a thread in between. Those calls then come while that queue runs a block:
+    /// never `sync` onto it from them. Default `nil`.
     var eventQueue: DispatchQueue? { get }
 }
 
