@@ -62,16 +62,15 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
             // for this hop).
             let loop = client.eventLoopGroup.any()
             guard !loop.inEventLoop else { return startHop(url: request.url, headers: request.headers) }
-            loop.execute { [self] in
-                guard !delivery.isStopped else { return }
-                startHop(url: request.url, headers: request.headers)
-            }
+            loop.execute { [self] in startHop(url: request.url, headers: request.headers) }
         }
     }
 
     // MARK: - Hops
 
     private func startHop(url: URL, headers: DownloadHeaders) {
+        // Stopped before its turn on the loop came: the delivery has ended the download already.
+        guard !delivery.isStopped else { return }
         let ahcRequest: HTTPClient.Request
         do {
             var fields = HTTPHeaders()

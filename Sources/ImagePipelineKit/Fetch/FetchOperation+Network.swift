@@ -104,9 +104,9 @@ extension FetchOperation {
 
 /// Relays a fetch's share of a download from the coordinator's queue to the fetch's own queue; the events of a
 /// burst go in one block (``QueueBacklog``), and its chunks are taken together. The fetch that started the
-/// download names its queue as the download's ``eventQueue``: the coordinator takes the events there, so this
+/// download names its queue as the download's `eventQueue`: the coordinator takes the events there, so this
 /// fetch's block is appended to the running one and no thread wakes for it.
-final class FetchDownloadClient: DownloadClient {
+final class FetchDownloadClient: QueueBoundDownloadClient {
     private enum Event: Sendable {
         case response(DownloadResponse, resumedByteCount: Int, expectedByteCount: Int?)
         case chunk(Data, totalByteCount: Int)
@@ -114,7 +114,7 @@ final class FetchDownloadClient: DownloadClient {
     }
 
     private let backlog: QueueBacklog<Event>
-    let eventQueue: DispatchQueue?
+    let eventQueue: DispatchQueue
 
     init(operation: FetchOperation) {
         eventQueue = operation.queue

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The downloader's delegate for one attempt of a shared download: brings its events, in order, to the queue of
-/// the client that started the download (``DownloadClient/eventQueue``; the coordinator's own queue for a client
-/// without one), where the shared download takes them inside a turn of the coordinator's queue (`runOnQueue`).
+/// the client that started the download (a `QueueBoundDownloadClient`'s event queue; the coordinator's own
+/// queue for any other client), where the shared download takes them inside a turn of the coordinator's queue (`runOnQueue`).
 /// That client then hears of them on the thread already there: its share arrives as a block of its own queue
 /// appended to the one running, which the same thread runs next. The download's events cost one hand-off from
 /// the downloader's thread, not one to the coordinator's queue and another to the client's.

@@ -97,16 +97,14 @@ public protocol DownloadClient: AnyObject, Sendable {
     func downloadAttachment(_ attachment: DownloadAttachment, didAppend chunk: Data, totalByteCount: Int)
     /// The end of this fetch's share: the whole image, or why not.
     func downloadAttachment(_ attachment: DownloadAttachment, didFinishWith outcome: DownloadOutcome)
-    /// The serial queue this client handles its events on, if it has one: the coordinator then brings the
-    /// events of a download this client starts to that queue and does its own part there, so that they reach
-    /// the client without waking a thread in between. Those calls then come while that queue runs a block:
-    /// never `sync` onto it from them. Default `nil`.
-    var eventQueue: DispatchQueue? { get }
 }
 
-extension DownloadClient {
-    /// No queue of its own: the coordinator takes the download's events on its queue.
-    public var eventQueue: DispatchQueue? { nil }
+/// A client that handles its events on a serial queue of its own (a fetch's): the coordinator brings the events
+/// of a download such a client starts to that queue and does its own part there, in a `sync` turn of its
+/// queue, so that they reach the client without waking a thread in between. Its calls then come while that
+/// queue runs a block, so it never `sync`s onto it from them.
+protocol QueueBoundDownloadClient: DownloadClient {
+    var eventQueue: DispatchQueue { get }
 }
 
 /// How a fetch's share of a download ended.

@@ -171,7 +171,7 @@ final class SharedDownload: @unchecked Sendable {
         attempt += 1
         sentAt = .now
         let relay = DownloadEventRelay(download: self, attempt: attempt, request: download,
-                                       queue: attachments.first?.client.eventQueue)
+                                       queue: (attachments.first?.client as? QueueBoundDownloadClient)?.eventQueue)
         task = coordinator.downloader.startDownload(download, delegate: relay)
     }
 
