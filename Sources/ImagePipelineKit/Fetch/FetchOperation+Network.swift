@@ -105,7 +105,8 @@ extension FetchOperation {
 /// Relays a fetch's share of a download from the coordinator's queue to the fetch's own queue; the events of a
 /// burst go in one block (``QueueBacklog``), and its chunks are taken together. The fetch that started the
 /// download names its queue as the download's `eventQueue`: the coordinator takes the events there, so this
-/// fetch's block is appended to the running one and no thread wakes for it.
+/// fetch's block is appended to the running one and no thread wakes for it. A fetch that joined the download
+/// takes its block in place, with the other joined fetches' (``DownloadFanOut``).
 final class FetchDownloadClient: QueueBoundDownloadClient {
     private enum Event: Sendable {
         case response(DownloadResponse, resumedByteCount: Int, expectedByteCount: Int?)
@@ -146,14 +147,15 @@ final class FetchDownloadClient: QueueBoundDownloadClient {
 
     func downloadAttachment(_ attachment: DownloadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
                      expectedByteCount: Int?) {
-        backlog.add(.response(response, resumedByteCount: resumedByteCount, expectedByteCount: expectedByteCount))
+        backlog.add(.response(response, resumedByteCount: resumedByteCount, expectedByteCount: expectedByteCount),
+                    fanOut: attachment._queue_fanOut)
     }
 
     func downloadAttachment(_ attachment: DownloadAttachment, didAppend chunk: Data, totalByteCount: Int) {
-        backlog.add(.chunk(chunk, totalByteCount: totalByteCount))
+        backlog.add(.chunk(chunk, totalByteCount: totalByteCount), fanOut: attachment._queue_fanOut)
     }
 
     func downloadAttachment(_ attachment: DownloadAttachment, didFinishWith outcome: DownloadOutcome) {
-        backlog.add(.finish(outcome))
+        backlog.add(.finish(outcome), fanOut: attachment._queue_fanOut)
     }
 }

@@ -40,6 +40,9 @@ public final class DownloadCoordinator: @unchecked Sendable {
     private let yields = Locked(true)
     private var nextSequence = 0
     private var joins = 0
+    /// The fan-out of the relayed burst this turn of the queue is taking, if it is taking one: where the shares
+    /// of the fetches that joined the download go (see ``DownloadFanOut``).
+    private(set) var _queue_fanOut: DownloadFanOut?
     /// Downloads that succeeded whose owner has not yet stored the image (see `sharesResultUntilStored`). The
     /// owner is only named, not held: holding it would keep its fetch, and the fetch's pipeline, alive. Behind a
     /// lock rather than on the queue: the owner says it stored the image from its own thread, as the last step
@@ -107,6 +110,17 @@ public final class DownloadCoordinator: @unchecked Sendable {
     }
 
     // MARK: - On the queue
+
+    /// Runs `body`, which takes a burst of `download`'s events relayed on `homeQueue`, and returns the shares of
+    /// the fetches that joined the download, to be run once the turn is over.
+    func _queue_fanningOut(of download: SharedDownload, from homeQueue: DispatchQueue, _ body: () -> Void) -> DownloadFanOut {
+        let fanOut = DownloadFanOut(homeQueue: homeQueue) { download._queue_fanOutQueue }
+        let outer = _queue_fanOut
+        _queue_fanOut = fanOut
+        defer { _queue_fanOut = outer }
+        body()
+        return fanOut
+    }
 
     private func _queue_attach(_ attachment: DownloadAttachment, request: ImageDownloadRequest) {
         let key = request.sharingKey
@@ -262,6 +276,9 @@ public final class DownloadAttachment: @unchecked Sendable {
     public var downloadIdentifier: ObjectIdentifier? {
         coordinator.runOnQueue { download.map(ObjectIdentifier.init) }
     }
+
+    /// The fan-out of the burst the coordinator's queue is taking now, if any (see ``DownloadFanOut``).
+    var _queue_fanOut: DownloadFanOut? { coordinator._queue_fanOut }
 
     /// Leaves the download: this fetch gets a ``ImageDownloadError/cancelled`` outcome (with the partial image,
     /// when it was the last fetch and the download stops); the others carry on. Asynchronous; idempotent.

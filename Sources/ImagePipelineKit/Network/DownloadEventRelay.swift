@@ -5,7 +5,8 @@ import Foundation
 /// queue for any other client), where the shared download takes them inside a turn of the coordinator's queue (`runOnQueue`).
 /// That client then hears of them on the thread already there: its share arrives as a block of its own queue
 /// appended to the one running, which the same thread runs next. The download's events cost one hand-off from
-/// the downloader's thread, not one to the coordinator's queue and another to the client's.
+/// the downloader's thread, not one to the coordinator's queue and another to the client's. The fetches that
+/// joined the download get their shares of a burst together, once the turn is over (``DownloadFanOut``).
 ///
 /// Asynchronously: a downloader's thread may be a NIO event loop, which must not wait for the coordinator's
 /// queue or decode. The bytes queued meanwhile are bounded by ``DownloadLimits/maxResponseBytes``.
@@ -22,16 +23,19 @@ final class DownloadEventRelay: ImageDownloadDelegate, Sendable {
 
     init(download: SharedDownload, attempt: Int, request: DownloadRequest, queue clientQueue: DispatchQueue?) {
         let coordinator = download.coordinator
-        backlog = QueueBacklog(queue: clientQueue ?? coordinator.queue) { events in
+        let homeQueue = clientQueue ?? coordinator.queue
+        backlog = QueueBacklog(queue: homeQueue) { events in
             coordinator.runOnQueue {
-                for event in events {
-                    switch event {
-                    case .response(let response): download._queue_didReceive(response, attempt: attempt, request: request)
-                    case .chunk(let chunk): download._queue_didReceive(chunk, attempt: attempt)
-                    case .completion(let error): download._queue_didComplete(error, attempt: attempt)
+                coordinator._queue_fanningOut(of: download, from: homeQueue) {
+                    for event in events {
+                        switch event {
+                        case .response(let response): download._queue_didReceive(response, attempt: attempt, request: request)
+                        case .chunk(let chunk): download._queue_didReceive(chunk, attempt: attempt)
+                        case .completion(let error): download._queue_didComplete(error, attempt: attempt)
+                        }
                     }
                 }
-            }
+            }.run()
         }
     }
 

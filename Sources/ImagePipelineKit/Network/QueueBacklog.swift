@@ -15,17 +15,20 @@ final class QueueBacklog<Event: Sendable>: Sendable {
         self.drain = drain
     }
 
-    func add(_ event: Event) {
+    /// Adds `event`; the drain it starts, if any, is a block of the queue, or goes with the shares of
+    /// `fanOut` (a download's burst, handed out to the fetches that share it together).
+    func add(_ event: Event, fanOut: DownloadFanOut? = nil) {
         let startsDrain = events.withLock { events -> Bool in
             events.append(event)
             return events.count == 1
         }
         guard startsDrain else { return }
-        queue.async { [self] in
+        let drainNow: @Sendable () -> Void = { [self] in
             drain(events.withLock { events in
                 defer { events = [] }
                 return events
             })
         }
+        if let fanOut { fanOut.add(drainNow, on: queue) } else { queue.async(execute: drainNow) }
     }
 }

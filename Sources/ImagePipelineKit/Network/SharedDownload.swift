@@ -31,6 +31,9 @@ final class SharedDownload: @unchecked Sendable {
     private var continuation: PartialImageData?
     /// Bytes at the start of a `200` answer to a continuation that the fetches have already: skipped.
     private var bytesToSkip = 0
+    /// Where the shares of its bursts go to the fetches that joined it (see ``DownloadFanOut``); made for the
+    /// first one.
+    private(set) lazy var _queue_fanOutQueue = DispatchQueue(label: "ImagePipelineKit.DownloadFanOut")
 
     init(coordinator: DownloadCoordinator, request: ImageDownloadRequest, sequence: Int, owner: DownloadAttachment) {
         self.coordinator = coordinator
