@@ -11,10 +11,9 @@ import Dispatch
 /// Collected during a turn of the coordinator's queue (``DownloadCoordinator/_queue_fanningOut(onto:from:_:)``),
 /// run once the turn is over: a fetch's share may decode, which must not hold the coordinator's queue.
 ///
-/// It cannot deadlock: the block that runs the shares holds no queue of the pipeline, and a share, like any
-/// block of a fetch's queue, never waits on the queue of a fetch whose share is still to run (a fetch waits
-/// on another only for a decode that fetch has started, and it `sync`s onto the waiting fetch's queue after its
-/// own share has returned).
+/// It cannot deadlock: the block that runs the shares holds no queue of the pipeline, and no share waits for
+/// another. A fetch whose bytes another fetch is decoding returns from its share at once; the decoding fetch
+/// hands it the image later, in place on its queue (`sync`), which is idle by then.
 final class DownloadFanOut: @unchecked Sendable {
     // @unchecked: `shares` is filled on the coordinator's queue, during one turn, and read by `run` after it.
 
