@@ -57,4 +57,33 @@ struct FetchQueueTargetTests {
         _ = try await fetch(on: GlobalConfiguration(), through: unset)
         #expect(!unset.marks.isEmpty && unset.marks.allSatisfy { $0 == nil })
     }
+
+    @Test("With a target, a thread that starts a fetch never waits for the fetch's queue: the fetch runs once the target is free")
+    func startDoesNotWaitForTheTarget() async throws {
+        // A target every pool thread could be waiting on: here one serial queue, held by a block until released.
+        let target = DispatchQueue(label: "FetchQueueTargetTests.busy")
+        let release = DispatchSemaphore(value: 0)
+        target.async { _ = release.wait(timeout: .now() + 60) }
+        let configuration = GlobalConfiguration()
+        configuration.fetchQueueTarget = target
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-target-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (pipeline, url) = try Self.pipelineWithCachedJPEG(on: configuration, root: root)
+        let outcome = Locked<Result<FetchResult, FetchError>?>(nil)
+        let operation = pipeline.operation(with: GenericFetchRequest(url: url, loadingSources: [.memoryCache])) { result in
+            outcome.withLock { $0 = result }
+        }
+        let startReturned = Locked(false)
+        DispatchQueue.global().async {
+            operation.start()
+            startReturned.withLock { $0 = true }
+        }
+        // A `sync` onto the fetch's queue would hold this thread until the target is released.
+        #expect(try await eventually(timeout: .seconds(5)) { startReturned.withLock { $0 } })
+        #expect(outcome.withLock { $0 } == nil)
+        release.signal()
+        #expect(try await eventually { outcome.withLock { $0 } != nil })
+        let result = try #require(outcome.withLock { $0 }).get()
+        #expect(result.source == .memoryCache)
+    }
 }

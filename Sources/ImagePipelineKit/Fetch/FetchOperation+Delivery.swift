@@ -294,9 +294,9 @@ extension FetchOperation {
                 body(outcome)
             }
             guard let turn else { return queue.async(execute: run) }
-            // Called by the decoding fetch, which waits: this queue is idle (this fetch only waited for the
-            // decode) or finishes what it runs without waiting on another fetch's queue.
-            queue.sync { _queue_sharingDelegateTurn(turn, run) }
+            // Called by the decoding fetch, which waits (with a thread per fetch): this queue is idle (this fetch
+            // only waited for the decode) or finishes what it runs without waiting on another fetch's queue.
+            runFromAnotherThread { [self] in _queue_sharingDelegateTurn(turn, run) }
         }
         guard let own else { return }
         defer {
@@ -362,16 +362,18 @@ extension FetchOperation {
         // Fetches of this rendition still waiting in the operation queue need no turn of it. One with
         // dependencies left waits for them, and then finds the rendition when it starts.
         //
-        // `sync`: a waiting fetch's queue is idle, so the answer runs in place, in order with a `start()` that
-        // comes at the same moment. It cannot deadlock: only fetches that have not started are listed, and
-        // answering one never waits on another queue. Many waiting fetches are answered on every core at once.
-        // Their callbacks share one turn of the delegate queue, enqueued once all are answered: turns sent one by
-        // one from several threads reach the queue in waves, each waking its thread again.
+        // In place, with a thread per fetch (`runFromAnotherThread`): a waiting fetch's queue is idle, so the
+        // answer runs in order with a `start()` that comes at the same moment. It cannot deadlock: only fetches
+        // that have not started are listed, and answering one never waits on another queue. Many waiting fetches
+        // are answered on every core at once. Their callbacks share one turn of the delegate queue, enqueued once
+        // all are answered: turns sent one by one from several threads reach the queue in waves, each waking its
+        // thread again.
         let waiting = pipeline.waitingFetches.take(waitingFor: plan.keys.renderedLookup).filter { $0 !== self && $0.isReady }
         guard !waiting.isEmpty else { return }
         let turn = sharedDelegateTurn ?? SharedDelegateTurn()
         DispatchQueue.concurrentPerform(iterations: waiting.count) { index in
-            waiting[index].queue.sync { waiting[index]._queue_answerWhileWaiting(sharing: turn) }
+            let fetch = waiting[index]
+            fetch.runFromAnotherThread { fetch._queue_answerWhileWaiting(sharing: turn) }
         }
         // A turn this fetch shares is sent by whoever made it, after this fetch's own callbacks joined it.
         if sharedDelegateTurn == nil { turn.enqueue(on: pipeline.configuration.delegateQueue) }

@@ -116,9 +116,13 @@ final class FetchDownloadClient: QueueBoundDownloadClient {
 
     private let backlog: QueueBacklog<Event>
     let eventQueue: DispatchQueue
+    /// Whether this fetch takes its share of a download it joined in place, with the other joined fetches'; on a
+    /// shared pool it takes it as a block of its queue instead (see ``FetchOperation/runFromAnotherThread(_:)``).
+    private let takesSharesInPlace: Bool
 
     init(operation: FetchOperation) {
         eventQueue = operation.queue
+        takesSharesInPlace = !operation.runsOnSharedPool
         // From the response head; read for each chunk. Only the fetch's queue touches it.
         let expected = Locked<Int?>(nil)
         backlog = QueueBacklog(queue: operation.queue) { events in
@@ -145,17 +149,21 @@ final class FetchDownloadClient: QueueBoundDownloadClient {
         }
     }
 
+    private func fanOut(of attachment: DownloadAttachment) -> DownloadFanOut? {
+        takesSharesInPlace ? attachment._queue_fanOut : nil
+    }
+
     func downloadAttachment(_ attachment: DownloadAttachment, didReceive response: DownloadResponse, resumedByteCount: Int,
                      expectedByteCount: Int?) {
         backlog.add(.response(response, resumedByteCount: resumedByteCount, expectedByteCount: expectedByteCount),
-                    fanOut: attachment._queue_fanOut)
+                    fanOut: fanOut(of: attachment))
     }
 
     func downloadAttachment(_ attachment: DownloadAttachment, didAppend chunk: Data, totalByteCount: Int) {
-        backlog.add(.chunk(chunk, totalByteCount: totalByteCount), fanOut: attachment._queue_fanOut)
+        backlog.add(.chunk(chunk, totalByteCount: totalByteCount), fanOut: fanOut(of: attachment))
     }
 
     func downloadAttachment(_ attachment: DownloadAttachment, didFinishWith outcome: DownloadOutcome) {
-        backlog.add(.finish(outcome), fanOut: attachment._queue_fanOut)
+        backlog.add(.finish(outcome), fanOut: fanOut(of: attachment))
     }
 }

@@ -69,6 +69,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// utility work a higher nice value than the default, so a UI thread at a higher QoS wins the CPU. Its
     /// blocks run on a thread of their own, or on the pool of ``GlobalConfiguration/fetchQueueTarget``.
     let queue: DispatchQueue
+    /// Whether `queue` runs on a queue the caller chose (``GlobalConfiguration/fetchQueueTarget``), a shared pool
+    /// as a rule, rather than on a thread of its own (see ``runFromAnotherThread(_:)``).
+    let runsOnSharedPool: Bool
     /// Delegate-queue work sent from `queue` and not yet run, oldest first (see `_queue_onDelegateQueue`).
     private let pendingDelegateWork = Locked<[@Sendable () -> Void]>([])
     /// While set (on `queue`), this fetch's next turn of the delegate queue joins a turn shared with other
@@ -107,8 +110,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         self.pipeline = pipeline
         self.context = context
         plan = FetchPlan(request)
-        queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation", qos: .utility,
-                              target: pipeline.configuration.fetchQueueTarget)
+        let target = pipeline.configuration.fetchQueueTarget
+        queue = DispatchQueue(label: "ImagePipelineKit.FetchOperation", qos: .utility, target: target)
+        runsOnSharedPool = target != nil
         delegateCallbacks = delegate?.implementedCallbacks ?? []
         traceParent = ServiceContext.current ?? .topLevel
         super.init()
@@ -184,8 +188,21 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         if pipeline.configuration.isOnDelegateQueue {
             queue.async { self._queue_start() }
         } else {
-            queue.sync { self._queue_start() }
+            runFromAnotherThread { self._queue_start() }
         }
+    }
+
+    /// Runs `body` on this fetch's queue for a thread that is not the queue's: the operation queue's starting it,
+    /// or another fetch's handing it an image or a download's events.
+    ///
+    /// With a thread per fetch, in place (`sync`): the queue is idle, or its blocks each get a thread and end
+    /// soon, and no thread wakes for `body`. On a shared pool, as a block of the queue, which a busy pool thread
+    /// takes without waking: a pool thread that waits for this queue may wait for a block of it that needs a
+    /// pool thread itself (one a `cancel()` just sent, say). With every pool thread waiting so (the operation
+    /// queue's workers take them too), nothing runs until libdispatch adds a thread, a second or more later: a
+    /// fling that cancels fetches as it goes stalled that way on two cores.
+    func runFromAnotherThread(_ body: @escaping @Sendable () -> Void) {
+        if runsOnSharedPool { queue.async(execute: body) } else { queue.sync(execute: body) }
     }
 
     /// Stops the fetch: the delegate then gets ``FetchErrorCode/cancelled``. Asynchronous; a fetch that
