@@ -252,6 +252,7 @@ struct ScrollCommand: AsyncParsableCommand {
         let mainQueue = DispatchQueue(label: "sample-cli.scroll.main", qos: .userInteractive)
         DelegateQueueDiagnostics.measuresWork = true
         configuration.delegateQueue = mainQueue
+        if ProcessInfo.processInfo.environment["IPK_POOL"] != nil { configuration.fetchQueueTarget = .global(qos: .utility) }
         // Conventional loading goes through the platform's client, as an app without a pipeline does.
         let overLink = network != .loopback && server != nil
         let downloadSlots = maxDownloads ?? (overLink ? rows * columns : nil)
