@@ -58,32 +58,26 @@ struct FetchQueueTargetTests {
         #expect(!unset.marks.isEmpty && unset.marks.allSatisfy { $0 == nil })
     }
 
-    @Test("With a target, a thread that starts a fetch never waits for the fetch's queue: the fetch runs once the target is free")
-    func startDoesNotWaitForTheTarget() async throws {
-        // A target every pool thread could be waiting on: here one serial queue, held by a block until released.
-        let target = DispatchQueue(label: "FetchQueueTargetTests.busy")
-        let release = DispatchSemaphore(value: 0)
-        target.async { _ = release.wait(timeout: .now() + 60) }
+    @Test("With a target, a fetch cancelled before it starts ends cancelled, and the next one runs")
+    func cancelledBeforeStart() async throws {
         let configuration = GlobalConfiguration()
-        configuration.fetchQueueTarget = target
+        configuration.fetchQueueTarget = .global(qos: .utility)
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-target-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         let (pipeline, url) = try Self.pipelineWithCachedJPEG(on: configuration, root: root)
-        let outcome = Locked<Result<FetchResult, FetchError>?>(nil)
-        let operation = pipeline.operation(with: GenericFetchRequest(url: url, loadingSources: [.memoryCache])) { result in
-            outcome.withLock { $0 = result }
+        let outcomes = Locked<[Int: Result<FetchResult, FetchError>]>([:])
+        let operations = (0..<2).map { index in
+            pipeline.operation(with: GenericFetchRequest(url: url, loadingSources: [.memoryCache])) { result in
+                outcomes.withLock { $0[index] = result }
+            }
         }
-        let startReturned = Locked(false)
-        DispatchQueue.global().async {
-            operation.start()
-            startReturned.withLock { $0 = true }
-        }
-        // A `sync` onto the fetch's queue would hold this thread until the target is released.
-        #expect(try await eventually(timeout: .seconds(5)) { startReturned.withLock { $0 } })
-        #expect(outcome.withLock { $0 } == nil)
-        release.signal()
-        #expect(try await eventually { outcome.withLock { $0 } != nil })
-        let result = try #require(outcome.withLock { $0 }).get()
-        #expect(result.source == .memoryCache)
+        // Cancelled before it starts, the fetch's queue is sent nothing; its steps see the cancel when they begin.
+        operations[0].cancel()
+        operations.forEach(pipeline.fetchImage(with:))
+        #expect(try await eventually { outcomes.withLock { $0.count } == 2 && operations.allSatisfy(\.isFinished) })
+        let cancelled = try #require(outcomes.withLock { $0[0] })
+        #expect(throws: FetchError.self) { try cancelled.get() }
+        #expect((try? cancelled.get()) == nil && operations[0].state == .cancelled)
+        #expect(try #require(outcomes.withLock { $0[1] }).get().source == .memoryCache)
     }
 }

@@ -362,9 +362,10 @@ extension FetchOperation {
         // Fetches of this rendition still waiting in the operation queue need no turn of it. One with
         // dependencies left waits for them, and then finds the rendition when it starts.
         //
-        // In place, with a thread per fetch (`runFromAnotherThread`): a waiting fetch's queue is idle, so the
-        // answer runs in order with a `start()` that comes at the same moment. It cannot deadlock: only fetches
-        // that have not started are listed, and answering one never waits on another queue. Many waiting fetches
+        // In place, with a thread per fetch (`runFromAnotherThread`): a waiting fetch's queue is idle. A fetch
+        // that started meanwhile is left to its own steps, which find the rendition; one that starts after it
+        // was claimed follows the answer (`start()`). It cannot deadlock: only fetches that have not started are
+        // answered, and answering one never waits on another queue. Many waiting fetches
         // are answered on every core at once. Their callbacks share one turn of the delegate queue, enqueued once
         // all are answered: turns sent one by one from several threads reach the queue in waves, each waking its
         // thread again.
@@ -373,6 +374,7 @@ extension FetchOperation {
         let turn = sharedDelegateTurn ?? SharedDelegateTurn()
         DispatchQueue.concurrentPerform(iterations: waiting.count) { index in
             let fetch = waiting[index]
+            guard fetch.claimAnswerBeforeStart() else { return }
             fetch.runFromAnotherThread { fetch._queue_answerWhileWaiting(sharing: turn) }
         }
         // A turn this fetch shares is sent by whoever made it, after this fetch's own callbacks joined it.

@@ -49,6 +49,8 @@ extension PipelineCaches.Tier {
 // came to. Every method runs on the operation's queue; decoding happens here, never on the delegate queue.
 extension FetchOperation {
     func _queue_start() {
+        // Before the check for a cancel: see `cancel()`.
+        shared.withLock { $0.stepsHaveBegun = true }
         guard !_queue_abortIfNeeded() else { return }
         metricsRecorder.trace = FetchTrace(tracer: pipeline.configuration.tracer, parent: traceParent,
                                            pipeline: pipeline.identifier, identifier: plan.identifier)

@@ -49,8 +49,12 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         /// Handed to an operation queue, which must start it before it may report finished.
         var isInOperationQueue = false
         var hasStarted = false
+        /// Another fetch queued an answer from its rendition for this one before it started (``WaitingFetches``).
+        var answerQueued = false
         /// Answered while it waited in the operation queue (``WaitingFetches``): reports finished once started.
         var finishesWhenStarted = false
+        /// Its steps began on its queue; before that, a `cancel()` sends the queue nothing (see `cancel()`).
+        var stepsHaveBegun = false
         /// Set once `isFinished` turned true; `finishHandlers` run then.
         var reportedFinished = false
         var finishHandlers: [@Sendable () -> Void] = []
@@ -174,10 +178,10 @@ public final class FetchOperation: Operation, @unchecked Sendable {
 
     public override func start() {
         guard lifecycle.begin(self) else { return }
-        let wasAnswered = shared.withLock { state -> Bool in
+        let (wasAnswered, answerQueued) = shared.withLock { state in
             state.startedAt = Date()
             state.hasStarted = true
-            return state.finishesWhenStarted
+            return (state.finishesWhenStarted, state.answerQueued)
         }
         pipeline.waitingFetches.remove(self)
         if wasAnswered { return markFinished() }
@@ -185,34 +189,53 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         // thread wake-up less per fetch, which is most of what a fetch answered from the rendered cache costs
         // (a hundred queued fetches of one image reach their delegates about twice as close together). Started by
         // hand on the delegate queue, it hops instead: nothing there may decode or touch the disk.
-        if pipeline.configuration.isOnDelegateQueue {
+        //
+        // The queue is idle here: nothing is sent to a fetch's queue before its steps begin (`cancel()` sends
+        // nothing then) but an answer from another fetch's rendition, and the steps follow that answer rather than
+        // wait for it. On a shared pool (``GlobalConfiguration/fetchQueueTarget``) that matters: this thread is a
+        // pool thread, and one that waited for a queued block, which needs a pool thread itself, could hold the
+        // last one.
+        if pipeline.configuration.isOnDelegateQueue || answerQueued {
             queue.async { self._queue_start() }
         } else {
-            runFromAnotherThread { self._queue_start() }
+            queue.sync { self._queue_start() }
         }
     }
 
-    /// Runs `body` on this fetch's queue for a thread that is not the queue's: the operation queue's starting it,
-    /// or another fetch's handing it an image or a download's events.
+    /// Runs `body` on this fetch's queue for another fetch's thread, which hands it an image or a download's
+    /// events.
     ///
     /// With a thread per fetch, in place (`sync`): the queue is idle, or its blocks each get a thread and end
-    /// soon, and no thread wakes for `body`. On a shared pool, as a block of the queue, which a busy pool thread
-    /// takes without waking: a pool thread that waits for this queue may wait for a block of it that needs a
-    /// pool thread itself (one a `cancel()` just sent, say). With every pool thread waiting so (the operation
-    /// queue's workers take them too), nothing runs until libdispatch adds a thread, a second or more later: a
-    /// fling that cancels fetches as it goes stalled that way on two cores.
+    /// soon, and no thread wakes for `body`. On a fetch queue target, as a block of the queue, which a busy pool
+    /// thread takes without waking. There a thread that waited for this queue could wait for a block of it
+    /// that needs a pool thread itself (one a `cancel()` sent, say), and with every pool thread waiting so,
+    /// nothing would run until libdispatch added a thread, a second or more later; on a serial target, a `sync`
+    /// from one fetch's block onto another fetch's queue would wait for itself.
     func runFromAnotherThread(_ body: @escaping @Sendable () -> Void) {
         if runsOnSharedPool { queue.async(execute: body) } else { queue.sync(execute: body) }
+    }
+
+    /// Claims this fetch, still waiting in the operation queue, for an answer from another fetch's rendition;
+    /// false once it has started (its own steps then find the rendition).
+    func claimAnswerBeforeStart() -> Bool {
+        shared.withLock { state in
+            guard !state.hasStarted else { return false }
+            state.answerQueued = true
+            return true
+        }
     }
 
     /// Stops the fetch: the delegate then gets ``FetchErrorCode/cancelled``. Asynchronous; a fetch that
     /// already finished keeps its result.
     public override func cancel() {
         super.cancel()
-        let attachment = shared.withLock { $0.attachment }
+        let (attachment, stepsHaveBegun) = shared.withLock { ($0.attachment, $0.stepsHaveBegun) }
         // A downloading fetch leaves its shared download; the download's answer finishes it. Otherwise the
         // next step of the source walk sees `isCancelled`.
         attachment?.cancel()
+        // Steps that have not begun begin by looking at `isCancelled` (set above, before the flag was read under
+        // the lock that `_queue_start` sets it under); a block sent now would only make `start()` wait for it.
+        guard stepsHaveBegun else { return }
         queue.async { [self] in
             if attachment == nil, isExecuting, !state.isFinished { _queue_abortIfNeeded() }
         }
