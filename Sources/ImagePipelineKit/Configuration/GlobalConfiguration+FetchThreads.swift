@@ -16,8 +16,7 @@ extension GlobalConfiguration {
     /// ``processingSlots`` or for decode memory (``maxBytesForDecodesInFlight``, which progressive downloads
     /// hold while their scans show), or your own ``ImageTransformer`` or ``ProgressiveLoadingPolicy`` waiting on
     /// something. libdispatch adds a thread only once its pool has had work and too few runnable threads for
-    /// a second. The pipeline's own steps never wait for another fetch's queue on a target: what they run in
-    /// place with a thread per fetch (a `sync` onto an idle queue) is a block of that queue here.
+    /// a second. The pipeline's own threads never wait there for a block queued on a fetch's queue.
     public var fetchQueueTarget: DispatchQueue? {
         get { chosenFetchQueueTarget.withLock { $0 } }
         set { chosenFetchQueueTarget.withLock { $0 = newValue } }

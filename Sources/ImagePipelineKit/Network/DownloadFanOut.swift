@@ -8,6 +8,10 @@ import Dispatch
 /// woke a thread of its own: a download that six fetches share cost six wake-ups at each burst and at its end.
 /// Together they cost one, and a worker for each other core that `concurrentPerform` finds work for.
 ///
+/// Only with a thread per fetch: on a ``GlobalConfiguration/fetchQueueTarget`` a joined fetch takes its share as
+/// a block of its queue, which a busy pool thread takes without waking (see
+/// ``FetchOperation/runFromAnotherThread(_:)``).
+///
 /// Collected during a turn of the coordinator's queue (``DownloadCoordinator/_queue_fanningOut(onto:from:_:)``),
 /// run once the turn is over: a fetch's share may decode, which must not hold the coordinator's queue.
 ///
