@@ -202,29 +202,6 @@ public final class FetchOperation: Operation, @unchecked Sendable {
         }
     }
 
-    /// Runs `body` on this fetch's queue for another fetch's thread, which hands it an image or a download's
-    /// events.
-    ///
-    /// With a thread per fetch, in place (`sync`): the queue is idle, or its blocks each get a thread and end
-    /// soon, and no thread wakes for `body`. On a fetch queue target, as a block of the queue, which a busy pool
-    /// thread takes without waking. There a thread that waited for this queue could wait for a block of it
-    /// that needs a pool thread itself (one a `cancel()` sent, say), and with every pool thread waiting so,
-    /// nothing would run until libdispatch added a thread, a second or more later; on a serial target, a `sync`
-    /// from one fetch's block onto another fetch's queue would wait for itself.
-    func runFromAnotherThread(_ body: @escaping @Sendable () -> Void) {
-        if runsOnSharedPool { queue.async(execute: body) } else { queue.sync(execute: body) }
-    }
-
-    /// Claims this fetch, still waiting in the operation queue, for an answer from another fetch's rendition;
-    /// false once it has started (its own steps then find the rendition).
-    func claimAnswerBeforeStart() -> Bool {
-        shared.withLock { state in
-            guard !state.hasStarted else { return false }
-            state.answerQueued = true
-            return true
-        }
-    }
-
     /// Stops the fetch: the delegate then gets ``FetchErrorCode/cancelled``. Asynchronous; a fetch that
     /// already finished keeps its result.
     public override func cancel() {
