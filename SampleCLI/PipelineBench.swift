@@ -74,8 +74,7 @@ struct PipelineBench: AsyncParsableCommand {
     @Flag(help: "Record stage CPU times; print where each image's CPU time went and how many decodes ran at once.")
     var breakdown = false
 
-    @Flag(help: "Run the fetches' queues on libdispatch's utility pool, a thread per core (GlobalConfiguration.fetchQueueTarget), as image-service does; by default each fetch's queue takes a thread of its own.")
-    var sharedPool = false
+    @OptionGroup var fetchQueues: SharedPoolOption
 
     @Option(help: ArgumentHelp(
         "How the pipeline downloads: async-http-client (HTTPClientDownloader, the default) or blocking (the hand-written fetch's blocking connections, one thread per download).",
@@ -195,7 +194,7 @@ struct PipelineBench: AsyncParsableCommand {
                 $0.decodeTimeSlice = decodeTimeSliceUs.map { .microseconds($0) }
                 $0.processingSlots = processingSlots.map { ProcessingSlots(count: $0) }
                 $0.recordsStageCPUTime = breakdown
-                if sharedPool { $0.fetchQueueTarget = .global(qos: .utility) }
+                fetchQueues.apply(to: $0)
             }
         ) { pipeline, queue in
             let before = ProcessCPUSnapshot.now()

@@ -55,8 +55,7 @@ struct ScrollCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Fetch operations the pipeline runs at once, the operation queue's width (default over a simulated link: --max-downloads + 4; the library's on loopback). A fetch holds its slot while it downloads, so on a slow link this, as much as --max-downloads, bounds how many visible cells load at once.", valueName: "N"))
     var maxFetches: Int?
 
-    @Flag(help: "Run the fetches' queues on libdispatch's utility pool, a thread per core (GlobalConfiguration.fetchQueueTarget), as image-service does; by default each fetch's queue takes a thread of its own.")
-    var sharedPool = false
+    @OptionGroup var fetchQueues: SharedPoolOption
 
     @Flag(help: "Leave glibc's allocator as it is. By default the scroll asks it for two arenas and a fixed 128 KiB threshold for mapping large buffers on their own, as a memory-constrained app would (docs/scroll-simulation.md, \"Where the memory goes\").")
     var defaultAllocator = false
@@ -255,7 +254,7 @@ struct ScrollCommand: AsyncParsableCommand {
         let mainQueue = DispatchQueue(label: "sample-cli.scroll.main", qos: .userInteractive)
         DelegateQueueDiagnostics.measuresWork = true
         configuration.delegateQueue = mainQueue
-        if sharedPool { configuration.fetchQueueTarget = .global(qos: .utility) }
+        fetchQueues.apply(to: configuration)
         // Conventional loading goes through the platform's client, as an app without a pipeline does.
         let overLink = network != .loopback && server != nil
         let downloadSlots = maxDownloads ?? (overLink ? rows * columns : nil)
