@@ -80,4 +80,51 @@ struct FetchQueueTargetTests {
         #expect((try? cancelled.get()) == nil && operations[0].state == .cancelled)
         #expect(try #require(outcomes.withLock { $0[1] }).get().source == .memoryCache)
     }
+
+    @Test("On a one-thread target, a decode with no room in the decode memory budget leaves the thread to other fetches, and decodes once the memory is given back")
+    func decodeWaitingForMemoryLeavesTheThread() async throws {
+        let configuration = GlobalConfiguration()
+        let target = DispatchQueue(label: "FetchQueueTargetTests.oneThread")
+        configuration.fetchQueueTarget = target
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-target-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (pipeline, first) = try Self.pipelineWithCachedJPEG(on: configuration, root: root)
+        let second = URL(string: "http://127.0.0.1:9/second.jpg")!
+        pipeline.memoryCache.storeComplete(
+            CachedImageData(data: try StoreOperationTests.jpeg(), url: second, dimensions: PixelSize(width: 40, height: 30)),
+            identifier: second.absoluteString)
+        // The first fetch's decode memory is given back once its delegate has the image: with the delegate queue
+        // held, the first fetch keeps it.
+        let delegateQueueHeld = DispatchSemaphore(value: 0)
+        configuration.delegateQueue.async { delegateQueueHeld.wait() }
+        let outcomes = Locked<[URL: Result<FetchResult, FetchError>]>([:])
+        func fetch(_ url: URL) -> FetchOperation {
+            let operation = pipeline.operation(with: GenericFetchRequest(url: url, loadingSources: [.memoryCache])) { result in
+                outcomes.withLock { $0[url] = result }
+            }
+            pipeline.fetchImage(with: operation)
+            return operation
+        }
+        let holder = fetch(first)
+        #expect(try await eventually { configuration.totalBytesForDecodesInFlight > 0 })
+        // Room for that decode only.
+        configuration.maxBytesForDecodesInFlight = configuration.totalBytesForDecodesInFlight
+        let waiter = fetch(second)
+        #expect(try await eventually { configuration.decodeMemoryBudget.waitingCount == 1 })
+        // The target's one thread is free while the second fetch waits (waiting on it, it would be held for the
+        // budget's whole wait of 30 seconds).
+        let targetRan = Locked(false)
+        target.async { targetRan.withLock { $0 = true } }
+        #expect(try await eventually(timeout: .seconds(5)) { targetRan.withLock { $0 } })
+        #expect(waiter.state != .succeeded)
+
+        delegateQueueHeld.signal()
+        #expect(try await eventually { [holder, waiter].allSatisfy(\.isFinished) })
+        for url in [first, second] {
+            let result = try #require(outcomes.withLock { $0[url] }).get()
+            #expect(result.image.dimensions == PixelSize(width: 40, height: 30))
+        }
+        #expect(try await eventually { configuration.totalBytesForDecodesInFlight == 0 })
+        #expect(configuration.decodeMemoryBudget.waitingCount == 0)
+    }
 }

@@ -8,42 +8,86 @@ import PipelineLocking
 /// huge image would together allocate gigabytes. A fetch's decode therefore takes its pixel bytes from this
 /// budget when the decoder is about to allocate them (``DecodingLimits/check(frameCount:of:)`` is that moment
 /// for every codec) and gives them back once its delegate has the image, or when an incremental session ends.
-/// A first claim waits for room, for at most
-/// ``maximumWait``; a decode that can never fit, a claim that waited in vain, and a decode that needs more
-/// while it already holds some (an animation's next frame: waiting there could deadlock two animations) fail
-/// with ``ImageCodecError/limitExceeded(_:)`` and ``ImageCodecError/Limit/decodeMemoryBudget(_:)``.
+/// A first claim that finds no room does not wait on its thread: the decode stops (``NoRoom``), and its fetch
+/// asks to be called once room is given back (``whenRoom(for:until:_:)``), then decodes again. Its thread goes on with
+/// other work meanwhile, which matters on a shared pool (``GlobalConfiguration/fetchQueueTarget``): the fetches
+/// whose progressive sessions hold the memory need a pool thread to finish and give it back, and a pool of
+/// threads all waiting here would have none. A decode that can never fit, a fetch that waited ``maximumWait``
+/// in vain, and a decode that needs more while it already holds some (an animation's next frame: stopping there
+/// would throw away its frames, and waiting could deadlock two animations) fail with
+/// ``ImageCodecError/limitExceeded(_:)`` and ``ImageCodecError/Limit/decodeMemoryBudget(_:)``.
 final class DecodeMemoryBudget: @unchecked Sendable {
-    // @unchecked: the two counters are read and written only with `condition` locked.
-    /// How long a decode waits for room before it fails.
+    // @unchecked: the counters and the waiters are read and written only with `lock` held.
+    /// How long a fetch waits for room, from its decode's first stop, before it fails.
     static let maximumWait = Duration.seconds(30)
 
-    private let condition = NSCondition()
+    /// A decode stopped before it allocated, because the budget had no room for its first claim now: the caller
+    /// calls ``whenRoom(for:until:_:)`` with ``bytes`` and decodes again when told.
+    struct NoRoom: Error {
+        let bytes: Int
+    }
+
+    /// What ``whenRoom(for:until:_:)`` was asked for: called with `true` once `bytes` may fit.
+    private struct Waiter {
+        var token: UInt64
+        var bytes: Int
+        var resume: @Sendable (Bool) -> Void
+    }
+
+    private let lock = NSLock()
     private var capacityBytes: Int
     private var bytesInUse = 0
     private var mostBytesInUse = 0
+    private var waiters: [Waiter] = []
+    private var lastWaiterToken: UInt64 = 0
 
     init(capacity: Int) {
         capacityBytes = capacity
     }
 
     var capacity: Int {
-        get { withCondition { capacityBytes } }
+        get { withLock { capacityBytes } }
         set {
-            withCondition { capacityBytes = newValue }
-            condition.broadcast()
+            withLock { capacityBytes = newValue }
+            resumeWaitersThatFit()
         }
     }
 
     /// The bytes the decodes running now hold.
-    var inUse: Int { withCondition { bytesInUse } }
+    var inUse: Int { withLock { bytesInUse } }
 
     /// The most bytes the decodes ever held at once.
-    var peakInUse: Int { withCondition { mostBytesInUse } }
+    var peakInUse: Int { withLock { mostBytesInUse } }
+
+    /// How many fetches wait to be told of room (``whenRoom(for:until:_:)``).
+    var waitingCount: Int { withLock { waiters.count } }
 
     /// A claim a decode draws on while it is bound to ``Claim/current``; given back by ``Claim/releaseAll()``
-    /// or when the claim goes. With `waits`, its first draw waits for room.
-    func claim(waits: Bool) -> Claim {
-        Claim(budget: self, waits: waits)
+    /// or when the claim goes. With `stopsForRoom`, a first draw that finds no room throws ``NoRoom`` (which
+    /// the decode passes on as a limit); without, it fails.
+    func claim(stopsForRoom: Bool) -> Claim {
+        Claim(budget: self, stopsForRoom: stopsForRoom)
+    }
+
+    /// Calls `resume` with `true` once a first claim of `bytes` may fit (at once when it does now), or with
+    /// `false` at `deadline` without room. It may be called with `true` and find the room taken again by then;
+    /// the caller then stops and asks again, with the deadline of its first stop. Called on an arbitrary
+    /// thread, never with a lock held.
+    func whenRoom(for bytes: Int, until deadline: DispatchTime, _ resume: @escaping @Sendable (Bool) -> Void) {
+        let token = withLock { () -> UInt64? in
+            guard !fits(bytes) else { return nil }
+            lastWaiterToken += 1
+            waiters.append(Waiter(token: lastWaiterToken, bytes: bytes, resume: resume))
+            return lastWaiterToken
+        }
+        guard let token else { return resume(true) }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: deadline) { [self] in
+            let expired = withLock { () -> Waiter? in
+                guard let index = waiters.firstIndex(where: { $0.token == token }) else { return nil }
+                return waiters.remove(at: index)
+            }
+            expired?.resume(false)
+        }
     }
 
     /// One decode's share of the budget.
@@ -52,23 +96,31 @@ final class DecodeMemoryBudget: @unchecked Sendable {
         @TaskLocal static var current: Claim?
 
         private let budget: DecodeMemoryBudget
-        private let waits: Bool
+        private let stopsForRoom: Bool
         private let held = Locked(0)
+        private let stoppedFor = Locked<Int?>(nil)
 
-        init(budget: DecodeMemoryBudget, waits: Bool) {
+        init(budget: DecodeMemoryBudget, stopsForRoom: Bool) {
             self.budget = budget
-            self.waits = waits
+            self.stopsForRoom = stopsForRoom
         }
 
         deinit {
             releaseAll()
         }
 
+        /// The bytes of a first draw that found no room and stopped the decode (see `stopsForRoom`), if one did.
+        var stoppedForRoom: Int? { stoppedFor.withLock { $0 } }
+
         /// Makes the claim `bytes` in all (it never shrinks while the decode runs).
         func grow(to bytes: Int) throws(ImageCodecError) {
             let holding = held.withLock { $0 }
             guard bytes > holding else { return }
-            try budget.take(bytes - holding, mayWait: waits && holding == 0)
+            let stops = stopsForRoom && holding == 0
+            guard try budget.take(bytes - holding, orStop: stops) else {
+                stoppedFor.withLock { $0 = bytes }
+                throw .limitExceeded(.decodeMemoryBudget(bytes))
+            }
             held.withLock { $0 = bytes }
         }
 
@@ -81,28 +133,44 @@ final class DecodeMemoryBudget: @unchecked Sendable {
         }
     }
 
-    private func take(_ bytes: Int, mayWait: Bool) throws(ImageCodecError) {
-        let deadline = Date(timeIntervalSinceNow: Double(Self.maximumWait.components.seconds))
-        condition.lock()
-        defer { condition.unlock() }
-        while bytesInUse + bytes > capacityBytes {
-            // Room can only come from decodes that hold some; one larger than the whole budget never fits.
-            guard mayWait, bytes <= capacityBytes, bytesInUse > 0, condition.wait(until: deadline) else {
-                throw .limitExceeded(.decodeMemoryBudget(bytes))
-            }
+    /// Takes `bytes` when they fit. When they do not: returns `false` with `orStop` if room may come (decodes
+    /// hold some, and `bytes` fit in the whole budget), or throws.
+    private func take(_ bytes: Int, orStop: Bool) throws(ImageCodecError) -> Bool {
+        let outcome = withLock { () -> Bool? in
+            guard fits(bytes) else { return orStop && bytes <= capacityBytes && bytesInUse > 0 ? false : nil }
+            bytesInUse += bytes
+            mostBytesInUse = max(mostBytesInUse, bytesInUse)
+            return true
         }
-        bytesInUse += bytes
-        mostBytesInUse = max(mostBytesInUse, bytesInUse)
+        guard let outcome else { throw .limitExceeded(.decodeMemoryBudget(bytes)) }
+        return outcome
     }
 
     private func give(_ bytes: Int) {
-        withCondition { bytesInUse -= bytes }
-        condition.broadcast()
+        withLock { bytesInUse -= bytes }
+        resumeWaitersThatFit()
     }
 
-    private func withCondition<T>(_ body: () -> T) -> T {
-        condition.lock()
-        defer { condition.unlock() }
+    /// Tells every waiter whose bytes fit in the room there is now. Each decodes again; one that finds the
+    /// room taken by another stops and waits again, so no order among them is promised.
+    private func resumeWaitersThatFit() {
+        let resumed = withLock { () -> [Waiter] in
+            let fitting = waiters.filter { fits($0.bytes) }
+            guard !fitting.isEmpty else { return [] }
+            waiters.removeAll { fits($0.bytes) }
+            return fitting
+        }
+        for waiter in resumed { waiter.resume(true) }
+    }
+
+    /// Whether `bytes` more fit now. With `lock` held.
+    private func fits(_ bytes: Int) -> Bool {
+        bytesInUse + bytes <= capacityBytes
+    }
+
+    private func withLock<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
         return body()
     }
 }

@@ -176,76 +176,6 @@ extension FetchOperation {
     /// equal, which would keep a changed image's old bytes forever).
     var _queue_downloadReplacesSameURL: Bool { pipeline.freshnessPolicy == .http }
 
-    /// Runs `body`, a stage of this fetch, timed as the configuration's stage CPU times say and inside a child
-    /// span of the fetch's trace (`image-pipeline.decode`, `image-pipeline.memory-store`, …).
-    func measuring<T>(_ stage: PipelineStage, _ body: () throws -> T) rethrows -> T {
-        try pipeline.configuration.measuring(stage) {
-            guard let trace = metricsRecorder.trace else { return try body() }
-            return try trace.child(stage.spanName, body)
-        }
-    }
-
-    /// Decodes `data` at the target, timed for the decode-duration metric; stopped at the codec's checkpoints
-    /// when `interruption` says so (``ImageCodecError/interrupted``). With `finishingIncremental` (`data` is
-    /// what this fetch downloaded), the session that showed the image while it loaded, if there is one, goes on
-    /// to the final image instead of a new decode (see `_queue_finishIncremental`). It waits for one of the
-    /// configuration's ``GlobalConfiguration/processingSlots`` when it has them.
-    func _queue_decode(_ data: Data, interruption: DecodeInterruption? = nil,
-                       finishingIncremental: Bool = false) throws -> DecodedImage {
-        let claim = pipeline.configuration.decodeMemoryBudget.claim(waits: true)
-        decodeClaims.append(claim)
-        return try pipeline.configuration.withProcessingSlot {
-            let started = ContinuousClock.now
-            let decoded = try DecodeInterruption.$current.withValue(interruption) {
-                try DecodeMemoryBudget.Claim.$current.withValue(claim) {
-                    try measuring(.decode) {
-                        try DecodeTimeSlice.run(pipeline.configuration.decodeTimeSlice) {
-                            if finishingIncremental, let finished = try _queue_finishIncremental(data) {
-                                return finished
-                            }
-                            return try CodecCatalogue.shared.decode(data, target: plan.target,
-                                                                    configuration: plan.decoderConfiguration)
-                        }
-                    }
-                }
-            }
-            pipeline.configuration.recordDecode(of: decoded.properties.type, duration: ContinuousClock.now - started)
-            return decoded
-        }
-    }
-
-    /// The final image of `data`, the bytes this fetch downloaded, from the session that showed them while they
-    /// loaded, when there is one: its progressive scans were shown, it is a still image of a format that
-    /// animates, or it showed an animation's first frame and was parked. It has read every scan already (a
-    /// progressive JPEG's session has even made its last, full-quality pass), or the frames up to where it was
-    /// parked: it is given the bytes it has not seen, at the checkpoints a one-shot decode has, and renders the
-    /// image, where a new decode would read everything again. `nil` when there is no such session or it cannot
-    /// finish; the caller then decodes afresh. Throws only ``ImageCodecError/interrupted``.
-    func _queue_finishIncremental(_ data: Data) throws -> DecodedImage? {
-        guard case .decoding(let session, let type, _) = incremental.phase, incremental.fedByteCount <= data.count else {
-            return nil
-        }
-        // Nothing is shown from it any more; its memory claim goes with it.
-        incremental.phase = .done
-        do {
-            if incremental.fedByteCount < data.count {
-                // Never finished short of its bytes: a session completes a cut-off file with what it has.
-                guard let decoder = CodecCatalogue.shared.codec(for: type)?.decoder else { return nil }
-                try session.appendInterruptibly(data, from: data.startIndex + incremental.fedByteCount,
-                                                sliceBytes: decoder.interruptibleSliceBytes)
-            }
-            guard try session.finish() == .didCompleteLoading,
-                  let container = try session.render(.completeImage, target: plan.target),
-                  let properties = session.properties
-            else { return nil }
-            return DecodedImage(container: container, properties: properties)
-        } catch ImageCodecError.interrupted {
-            throw ImageCodecError.interrupted
-        } catch {
-            return nil
-        }
-    }
-
     /// Decodes `data` at the target, or joins a decode of the same bytes that another fetch of this pipeline is
     /// running (``SharedDecodes``), then runs `body` on this queue: at once after an own decode, later for a
     /// joined one, and then not at all when this fetch was cancelled (or finished) meanwhile.
@@ -285,9 +215,9 @@ extension FetchOperation {
                                  sharing: turn) { [self] outcome, turn in
             let run: @Sendable () -> Void = { [self] in
                 guard !_queue_abortIfNeeded() else { return aborted?() ?? () }
-                // A decode stopped for its own fetch, or not made since a rendition was found, is this fetch's to
-                // make (or to find the same rendition).
-                if Self.wasInterrupted(outcome) || Self.tookRendition(outcome) {
+                // A decode stopped for its own fetch or for want of memory, or not made since a rendition was
+                // found, is this fetch's to make (or to find the same rendition, or to wait for memory).
+                if Self.wasInterrupted(outcome) || Self.tookRendition(outcome) || Self.stoppedForRoom(outcome) != nil {
                     return _queue_decodeShared(data, ifAborted: aborted, unlessRendered: shortcut,
                                                finishingIncremental: finishingIncremental, then: body)
                 }
@@ -305,6 +235,14 @@ extension FetchOperation {
         }
         if let rendition, let shortcut {
             return _queue_sharingDelegateTurn(turn) { shortcut.deliver(rendition) }
+        }
+        if let bytes = Self.stoppedForRoom(own) {
+            return _queue_waitForDecodeMemory(bytes) { [self] hasRoom in
+                guard !_queue_abortIfNeeded() else { return aborted?() ?? () }
+                guard hasRoom else { return body(.failure(ImageCodecError.limitExceeded(.decodeMemoryBudget(bytes)))) }
+                _queue_decodeShared(data, ifAborted: aborted, unlessRendered: shortcut,
+                                    finishingIncremental: finishingIncremental, then: body)
+            }
         }
         if Self.wasInterrupted(own) {
             metricsRecorder.noteDecodeInterrupted()
@@ -325,6 +263,11 @@ extension FetchOperation {
     private static func wasInterrupted(_ outcome: SharedDecodes.Outcome) -> Bool {
         if case .failure(let error) = outcome, (error as? ImageCodecError) == .interrupted { return true }
         return false
+    }
+
+    private static func stoppedForRoom(_ outcome: SharedDecodes.Outcome) -> Int? {
+        if case .failure(let error) = outcome, let noRoom = error as? DecodeMemoryBudget.NoRoom { return noRoom.bytes }
+        return nil
     }
 
     private static func tookRendition(_ outcome: SharedDecodes.Outcome) -> Bool {

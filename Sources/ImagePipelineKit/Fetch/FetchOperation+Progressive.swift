@@ -85,7 +85,7 @@ extension FetchOperation {
             var configuration = plan.decoderConfiguration
             configuration.preferredSizing = plan.target
             let session = codec.decoder.makeSession(configuration: configuration, expectedByteCount: nil)
-            incremental.phase = .decoding(session, type, pipeline.configuration.decodeMemoryBudget.claim(waits: false))
+            incremental.phase = .decoding(session, type, pipeline.configuration.decodeMemoryBudget.claim(stopsForRoom: false))
             incremental.pending = Data()
             _queue_append(bytes, to: session, type: type, progress: progress)
         case .decoding(let session, let type, _):

@@ -221,7 +221,13 @@ extension FetchOperation {
     /// ``FetchErrorCode/cancelledAfterLoadingPreview`` and keeps the preview in the rendered cache.
     private func _queue_offerPreview(_ cached: CachedImageData, source: ImageLoadSource,
                                      then next: @escaping @Sendable () -> Void) {
-        guard let decoded = try? _queue_decode(cached.data) else {
+        let decoded: DecodedImage
+        do {
+            decoded = try _queue_decode(cached.data)
+        } catch is DecodeMemoryBudget.NoRoom {
+            // A preview is worth no wait: the fetch goes on without one while the decodes in flight hold the memory.
+            return next()
+        } catch {
             pipeline.configuration.report(.cachedImageCouldNotBeDecoded(identifier: plan.identifier, source: source))
             return next()
         }

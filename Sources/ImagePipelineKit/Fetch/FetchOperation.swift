@@ -105,6 +105,9 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// The decode memory this fetch's decodes claimed, held until its delegate has the image: the decoded
     /// pixels live until then, whether or not the decode has returned. On `queue`.
     var decodeClaims: [DecodeMemoryBudget.Claim] = []
+    /// When this fetch stops waiting for decode memory, from its decode's first stop for room; `nil` once a
+    /// decode got its memory. On `queue`.
+    var decodeMemoryWaitDeadline: DispatchTime?
     /// The optional callbacks the delegate has (none without a delegate): the others are never sent.
     let delegateCallbacks: FetchDelegateCallbacks
 
