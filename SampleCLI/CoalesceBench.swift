@@ -21,7 +21,8 @@ struct CoalesceBench: AsyncParsableCommand {
             then preemptions; the origin's own threads left out), which show whether the fetches that share the \
             download each wake a thread for its end. Targets (B13): exactly 1 request and 1 decode; every \
             callback within 1 ms of the first. Exits 1 when a round misses the counts (not the spread or the \
-            switches, which are timing).
+            switches, which are timing). --thread-per-fetch runs each fetch's queue on a thread of its own, where \
+            the fetches that joined the download take its events together in one hand-off.
             """
     )
 
@@ -30,6 +31,8 @@ struct CoalesceBench: AsyncParsableCommand {
 
     @Option(help: "Rounds, each with a new pipeline and URL.")
     var rounds = 5
+
+    @OptionGroup var fetchQueues: FetchQueueOption
 
     @OptionGroup var output: JSONOutput
 
@@ -50,7 +53,8 @@ struct CoalesceBench: AsyncParsableCommand {
             let requestsBefore = server.requestLog.count
             let decodes = DecodeCounter()
             let outcome = try await BenchPipeline.withPipeline(named: "bench-coalesce-\(round)", downloader: downloader,
-                                                               metrics: decodes) { pipeline, queue in
+                                                               metrics: decodes,
+                                                               configure: fetchQueues.apply(to:)) { pipeline, queue in
                 let before = ProcessCPUSnapshot.now()
                 var outcome = await Self.fetchAll(count: fetches, url: server.url(for: path), pipeline: pipeline, queue: queue)
                 outcome.switches = ProcessCPUSnapshot.now().switchesPerImage(since: before, images: fetches)

@@ -32,7 +32,8 @@ struct PipelineBench: AsyncParsableCommand {
             scripts/bench-pipeline-scaling.sh runs it under taskset for 1, 2, ... cores. \
             --breakdown turns the pipeline's stage CPU times on and prints CPU time per image by stage, and how \
             long each number of decodes ran at once (fewer than one per core leaves cores without a decode). \
-            --shared-pool runs the fetches on libdispatch's utility pool, as a server would (see \
+            The fetches run on libdispatch's utility pool, a thread per core, as they do by default; \
+            --thread-per-fetch gives each fetch's queue a thread of its own instead (see \
             GlobalConfiguration.fetchQueueTarget). \
             --transport blocking downloads through the hand-written fetch's blocking connections instead of \
             AsyncHTTPClient, to tell the HTTP client's cost from the pipeline's own. \
@@ -74,7 +75,7 @@ struct PipelineBench: AsyncParsableCommand {
     @Flag(help: "Record stage CPU times; print where each image's CPU time went and how many decodes ran at once.")
     var breakdown = false
 
-    @OptionGroup var fetchQueues: SharedPoolOption
+    @OptionGroup var fetchQueues: FetchQueueOption
 
     @Option(help: ArgumentHelp(
         "How the pipeline downloads: async-http-client (HTTPClientDownloader, the default) or blocking (the hand-written fetch's blocking connections, one thread per download).",

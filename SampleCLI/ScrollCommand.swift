@@ -55,7 +55,7 @@ struct ScrollCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Fetch operations the pipeline runs at once, the operation queue's width (default over a simulated link: --max-downloads + 4; the library's on loopback). A fetch holds its slot while it downloads, so on a slow link this, as much as --max-downloads, bounds how many visible cells load at once.", valueName: "N"))
     var maxFetches: Int?
 
-    @OptionGroup var fetchQueues: SharedPoolOption
+    @OptionGroup var fetchQueues: FetchQueueOption
 
     @Flag(help: "Leave glibc's allocator as it is. By default the scroll asks it for two arenas and a fixed 128 KiB threshold for mapping large buffers on their own, as a memory-constrained app would (docs/scroll-simulation.md, \"Where the memory goes\").")
     var defaultAllocator = false

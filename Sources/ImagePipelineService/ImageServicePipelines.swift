@@ -47,8 +47,6 @@ public final class ImageServicePipelines: Sendable {
         // answer cached thumbnails and refuse what cannot wait get a core soon after they wake, beside decodes
         // that hold it for milliseconds. Change it on `configuration` for another balance.
         configuration.decodeTimeSlice = .microseconds(100)
-        // The fetches share the utility pool, a thread per core, instead of waking a thread each for every step.
-        configuration.fetchQueueTarget = .global(qos: .utility)
         sources = try ImagePipeline(identifier: "\(name)-sources", configuration: configuration, cacheRoot: cacheDirectory)
         results = try ImagePipeline(identifier: "\(name)-results", configuration: configuration, cacheRoot: cacheDirectory)
     }

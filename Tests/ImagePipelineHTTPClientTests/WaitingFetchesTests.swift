@@ -24,7 +24,7 @@ struct WaitingFetchesTests {
             defer { h.configuration.operationQueue.maxConcurrentOperationCount = OperationQueue.defaultMaxConcurrentOperationCount }
             // On a fetch queue target the answers are blocks of the waiting fetches' queues: one the operation
             // queue starts before its answer ran follows the answer, and is answered just the same.
-            if onSharedPool { h.configuration.fetchQueueTarget = .global(qos: .utility) }
+            h.configuration.fetchQueueTarget = onSharedPool ? .global(qos: .utility) : nil
             let request = h.request(target: PixelSize(width: 100, height: 100))
             let first = RecordingFetchDelegate()
             let waiting = StartNotingDelegate()

@@ -40,13 +40,13 @@ struct FetchQueueTargetTests {
         return try await pipeline.image(for: GenericFetchRequest(url: url, loadingSources: [.memoryCache], transformer: probe))
     }
 
-    @Test("With a target, the fetch's steps run on it; without one, on a queue of the fetch's own")
+    @Test("With a target, the fetch's steps run on it; without one, on a queue of the fetch's own; by default on the utility pool")
     func stepsRunOnTheTarget() async throws {
         let target = DispatchQueue(label: "FetchQueueTargetTests.fetches", attributes: .concurrent)
         target.setSpecific(key: QueueProbe.key, value: "the configuration's target")
 
         let targeted = GlobalConfiguration()
-        #expect(targeted.fetchQueueTarget == nil)
+        #expect(targeted.fetchQueueTarget === DispatchQueue.global(qos: .utility))
         targeted.fetchQueueTarget = target
         let probe = QueueProbe()
         let result = try await fetch(on: targeted, through: probe)
@@ -54,7 +54,9 @@ struct FetchQueueTargetTests {
         #expect(!probe.marks.isEmpty && probe.marks.allSatisfy { $0 == "the configuration's target" })
 
         let unset = QueueProbe()
-        _ = try await fetch(on: GlobalConfiguration(), through: unset)
+        let ownThreads = GlobalConfiguration()
+        ownThreads.fetchQueueTarget = nil
+        _ = try await fetch(on: ownThreads, through: unset)
         #expect(!unset.marks.isEmpty && unset.marks.allSatisfy { $0 == nil })
     }
 

@@ -47,7 +47,7 @@ public final class GlobalConfiguration: Sendable {
     private let decodeSlice = Locked<Duration?>(nil)
     private let chosenProcessingSlots = Locked<ProcessingSlots?>(nil)
     /// See ``fetchQueueTarget``.
-    let chosenFetchQueueTarget = Locked<DispatchQueue?>(nil)
+    let chosenFetchQueueTarget = Locked<DispatchQueue?>(.global(qos: .utility))
     /// See ``recordsStageCPUTime``; read once per stage of every fetch, hence an atomic.
     let stageCPUTimeSwitch = Atomic<Bool>(false)
     /// The fetch decodes running now, counted while ``recordsStageCPUTime`` is on.

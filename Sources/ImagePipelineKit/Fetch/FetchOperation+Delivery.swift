@@ -226,7 +226,7 @@ extension FetchOperation {
             guard let turn else { return queue.async(execute: run) }
             // Called by the decoding fetch, which waits (with a thread per fetch): this queue is idle (this fetch
             // only waited for the decode) or finishes what it runs without waiting on another fetch's queue.
-            runFromAnotherThread { [self] in _queue_sharingDelegateTurn(turn, run) }
+            runFromAnotherThread(holdingOpen: turn) { [self] in _queue_sharingDelegateTurn(turn, run) }
         }
         guard let own else { return }
         defer {
@@ -318,7 +318,7 @@ extension FetchOperation {
         DispatchQueue.concurrentPerform(iterations: waiting.count) { index in
             let fetch = waiting[index]
             guard fetch.claimAnswerBeforeStart() else { return }
-            fetch.runFromAnotherThread { fetch._queue_answerWhileWaiting(sharing: turn) }
+            fetch.runFromAnotherThread(holdingOpen: turn) { fetch._queue_answerWhileWaiting(sharing: turn) }
         }
         // A turn this fetch shares is sent by whoever made it, after this fetch's own callbacks joined it.
         if sharedDelegateTurn == nil { turn.enqueue(on: pipeline.configuration.delegateQueue) }

@@ -5,16 +5,22 @@ import Dispatch
 // place or as a block depends on where the fetch's queue runs (a thread of its own, or a shared pool).
 extension FetchOperation {
     /// Runs `body` on this fetch's queue for another fetch's thread, which hands it an image or a download's
-    /// events.
+    /// events; `body` adds this fetch's callbacks to `turn`, when given, which waits for them.
     ///
     /// With a thread per fetch, in place (`sync`): the queue is idle, or its blocks each get a thread and end
     /// soon, and no thread wakes for `body`. On a fetch queue target, as a block of the queue, which a busy pool
     /// thread takes without waking. There a thread that waited for this queue could wait for a block of it
     /// that needs a pool thread itself (one a `cancel()` sent, say), and with every pool thread waiting so,
     /// nothing would run until libdispatch added a thread, a second or more later; on a serial target, a `sync`
-    /// from one fetch's block onto another fetch's queue would wait for itself.
-    func runFromAnotherThread(_ body: @escaping @Sendable () -> Void) {
-        if runsOnSharedPool { queue.async(execute: body) } else { queue.sync(execute: body) }
+    /// from one fetch's block onto another fetch's queue would wait for itself. The block holds `turn` open
+    /// until it has run: the fetches answered together reach their delegates in one turn, not a turn each.
+    func runFromAnotherThread(holdingOpen turn: SharedDelegateTurn? = nil, _ body: @escaping @Sendable () -> Void) {
+        guard runsOnSharedPool else { return queue.sync(execute: body) }
+        turn?.holdOpen()
+        queue.async {
+            body()
+            turn?.letGo()
+        }
     }
 
     /// Claims this fetch, still waiting in the operation queue, for an answer from another fetch's rendition;

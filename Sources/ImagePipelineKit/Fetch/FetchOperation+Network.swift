@@ -117,7 +117,7 @@ final class FetchDownloadClient: QueueBoundDownloadClient {
     private let backlog: QueueBacklog<Event>
     let eventQueue: DispatchQueue
     /// Whether this fetch takes its share of a download it joined in place, with the other joined fetches'; on a
-    /// shared pool it takes it as a block of its queue instead (see ``FetchOperation/runFromAnotherThread(_:)``).
+    /// shared pool it takes it as a block of its queue instead (see ``FetchOperation/runFromAnotherThread(holdingOpen:_:)``).
     private let takesSharesInPlace: Bool
 
     init(operation: FetchOperation) {

@@ -74,7 +74,7 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     /// blocks run on a thread of their own, or on the pool of ``GlobalConfiguration/fetchQueueTarget``.
     let queue: DispatchQueue
     /// Whether `queue` runs on a queue the caller chose (``GlobalConfiguration/fetchQueueTarget``), a shared pool
-    /// as a rule, rather than on a thread of its own (see ``runFromAnotherThread(_:)``).
+    /// as a rule, rather than on a thread of its own (see ``runFromAnotherThread(holdingOpen:_:)``).
     let runsOnSharedPool: Bool
     /// Delegate-queue work sent from `queue` and not yet run, oldest first (see `_queue_onDelegateQueue`).
     private let pendingDelegateWork = Locked<[@Sendable () -> Void]>([])

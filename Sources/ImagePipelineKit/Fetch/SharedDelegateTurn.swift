@@ -10,9 +10,17 @@ import PipelineLocking
 /// must all fit in; one turn keeps them together. What a callback starts elsewhere (a disk write, the end of its
 /// operation) waits for the turn's last callback (``afterCallbacks(_:)``), so that no other thread takes the
 /// delegate queue's core in the middle of the turn.
+///
+/// On a shared pool, the fetches that join the turn do so in blocks of their own queues, which run after the
+/// decoding fetch asked to enqueue it: each such hand-off holds the turn open (``holdOpen()``) until its block
+/// has run (``letGo()``), and the turn goes to the queue when the last one has.
 final class SharedDelegateTurn: Sendable {
     private struct State {
         var turns: [@Sendable () -> Void] = []
+        /// Hand-offs still to add their callbacks: while there are any, an enqueued turn waits for them.
+        var holds = 0
+        /// Where the turn is to go once no hand-off holds it open.
+        var waitsToGoTo: DispatchQueue?
         /// Where the turn went, once enqueued: callbacks added later get a block of their own there at once.
         var sentTo: DispatchQueue?
         /// The turn that takes this one's callbacks instead (see ``forward(to:)``).
@@ -41,10 +49,31 @@ final class SharedDelegateTurn: Sendable {
         }
     }
 
-    /// Enqueues everything added as one block on `queue`.
+    /// Keeps the turn from going to its queue until a matching ``letGo()``: a fetch is handed work that adds its
+    /// callbacks later, on another thread. Only before the turn is enqueued.
+    func holdOpen() {
+        state.withLock { $0.holds += 1 }
+    }
+
+    /// Ends a ``holdOpen()``; the last one sends a turn that was enqueued meanwhile.
+    func letGo() {
+        let queue = state.withLock { state -> DispatchQueue? in
+            state.holds -= 1
+            guard state.holds == 0, let queue = state.waitsToGoTo else { return nil }
+            state.waitsToGoTo = nil
+            return queue
+        }
+        if let queue { enqueue(on: queue) }
+    }
+
+    /// Enqueues everything added as one block on `queue`, once no hand-off holds the turn open.
     func enqueue(on queue: DispatchQueue) {
         let all = state.withLock { state -> [@Sendable () -> Void] in
             guard state.forwardedTo == nil else { return [] }
+            guard state.holds == 0 else {
+                state.waitsToGoTo = queue
+                return []
+            }
             state.sentTo = queue
             defer { state.turns = [] }
             return state.turns
@@ -83,7 +112,7 @@ final class SharedDelegateTurn: Sendable {
 
     /// Sends this turn's callbacks, those added so far and those to come, with `other`: a fetch that took the
     /// image another fetch's decode held delivers with that decode's fetches, not in a block of its own just
-    /// before or after theirs.
+    /// before or after theirs. (Such a fetch decoded nothing, so no hand-off holds its own turn open.)
     func forward(to other: SharedDelegateTurn) {
         guard other !== self else { return }
         let added = state.withLock { state -> [@Sendable () -> Void] in

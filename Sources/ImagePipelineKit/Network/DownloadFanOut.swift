@@ -10,7 +10,7 @@ import Dispatch
 ///
 /// Only with a thread per fetch: on a ``GlobalConfiguration/fetchQueueTarget`` a joined fetch takes its share as
 /// a block of its queue, which a busy pool thread takes without waking (see
-/// ``FetchOperation/runFromAnotherThread(_:)``).
+/// ``FetchOperation/runFromAnotherThread(holdingOpen:_:)``).
 ///
 /// Collected during a turn of the coordinator's queue (``DownloadCoordinator/_queue_fanningOut(onto:from:_:)``),
 /// run once the turn is over: a fetch's share may decode, which must not hold the coordinator's queue.
