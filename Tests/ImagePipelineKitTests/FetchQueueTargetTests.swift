@@ -46,7 +46,7 @@ struct FetchQueueTargetTests {
         target.setSpecific(key: QueueProbe.key, value: "the configuration's target")
 
         let targeted = GlobalConfiguration()
-        #expect(targeted.fetchQueueTarget === DispatchQueue.global(qos: .utility))
+        #expect(targeted.fetchQueueTarget?.label == DispatchQueue.global(qos: .utility).label)
         targeted.fetchQueueTarget = target
         let probe = QueueProbe()
         let result = try await fetch(on: targeted, through: probe)
