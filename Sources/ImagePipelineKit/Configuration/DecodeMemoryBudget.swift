@@ -9,10 +9,10 @@ import PipelineLocking
 /// budget when the decoder is about to allocate them (``DecodingLimits/check(frameCount:of:)`` is that moment
 /// for every codec) and gives them back once its delegate has the image, or when an incremental session ends.
 /// A first claim that finds no room does not wait on its thread: the decode stops (``NoRoom``), and its fetch
-/// asks to be called once room is given back (``whenRoom(for:until:_:)``), then decodes again. Its thread goes on with
-/// other work meanwhile, which matters on a shared pool (``GlobalConfiguration/fetchQueueTarget``): the fetches
-/// whose progressive sessions hold the memory need a pool thread to finish and give it back, and a pool of
-/// threads all waiting here would have none. A decode that can never fit, a fetch that waited ``maximumWait``
+/// asks to be called once room is given back (``whenRoom(for:until:_:)``), then decodes again. Its thread goes
+/// on with other work meanwhile, which matters on a shared pool (``GlobalConfiguration/fetchQueueTarget``): the
+/// fetches whose progressive sessions hold the memory need a pool thread to finish and give it back, and a pool
+/// of threads all waiting here would have none. A decode that can never fit, a fetch that waited ``maximumWait``
 /// in vain, and a decode that needs more while it already holds some (an animation's next frame: stopping there
 /// would throw away its frames, and waiting could deadlock two animations) fail with
 /// ``ImageCodecError/limitExceeded(_:)`` and ``ImageCodecError/Limit/decodeMemoryBudget(_:)``.
