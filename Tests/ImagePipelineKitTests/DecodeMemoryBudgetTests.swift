@@ -13,7 +13,7 @@ struct DecodeMemoryBudgetTests {
     /// Decodes `data` on a thread of its own under a claim of `budget`, as a fetch does: a decode stopped for
     /// room waits to be told there may be some, then decodes again; the claim is given back after each decode.
     static func decode(_ data: Data, under budget: DecodeMemoryBudget) async throws -> DecodedImage {
-        let deadline = DispatchTime.now() + .seconds(Int(DecodeMemoryBudget.maximumWait.components.seconds))
+        let deadline = DispatchTime.now() + DecodeMemoryBudget.maximumWait
         while true {
             let claim = budget.claim(stopsForRoom: true)
             do {

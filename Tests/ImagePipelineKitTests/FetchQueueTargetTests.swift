@@ -25,11 +25,16 @@ struct FetchQueueTargetTests {
     static func pipelineWithCachedJPEG(on configuration: GlobalConfiguration, root: URL) throws -> (ImagePipeline, URL) {
         let pipeline = try ImagePipeline(identifier: "cached" + String(UUID().uuidString.prefix(8)),
                                          configuration: configuration, cacheRoot: root)
-        let url = URL(string: "http://127.0.0.1:9/cached.jpg")!
+        return (pipeline, try cacheJPEG(at: "cached.jpg", in: pipeline))
+    }
+
+    /// Puts a 40x30 JPEG in `pipeline`'s memory cache under a URL ending in `name`, and returns the URL.
+    static func cacheJPEG(at name: String, in pipeline: ImagePipeline) throws -> URL {
+        let url = URL(string: "http://127.0.0.1:9/\(name)")!
         pipeline.memoryCache.storeComplete(
             CachedImageData(data: try StoreOperationTests.jpeg(), url: url, dimensions: PixelSize(width: 40, height: 30)),
             identifier: url.absoluteString)
-        return (pipeline, url)
+        return url
     }
 
     /// Fetches a JPEG from the memory cache of a new pipeline on `configuration`, through `probe`.
@@ -91,10 +96,7 @@ struct FetchQueueTargetTests {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-target-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         let (pipeline, first) = try Self.pipelineWithCachedJPEG(on: configuration, root: root)
-        let second = URL(string: "http://127.0.0.1:9/second.jpg")!
-        pipeline.memoryCache.storeComplete(
-            CachedImageData(data: try StoreOperationTests.jpeg(), url: second, dimensions: PixelSize(width: 40, height: 30)),
-            identifier: second.absoluteString)
+        let second = try Self.cacheJPEG(at: "second.jpg", in: pipeline)
         // The first fetch's decode memory is given back once its delegate has the image: with the delegate queue
         // held, the first fetch keeps it.
         let delegateQueueHeld = DispatchSemaphore(value: 0)

@@ -16,10 +16,9 @@ import PipelineLocking
 /// in vain, and a decode that needs more while it already holds some (an animation's next frame: stopping there
 /// would throw away its frames, and waiting could deadlock two animations) fail with
 /// ``ImageCodecError/limitExceeded(_:)`` and ``ImageCodecError/Limit/decodeMemoryBudget(_:)``.
-final class DecodeMemoryBudget: @unchecked Sendable {
-    // @unchecked: the counters and the waiters are read and written only with `lock` held.
+final class DecodeMemoryBudget: Sendable {
     /// How long a fetch waits for room, from its decode's first stop, before it fails.
-    static let maximumWait = Duration.seconds(30)
+    static let maximumWait = DispatchTimeInterval.seconds(30)
 
     /// A decode stopped before it allocated, because the budget had no room for its first claim now: the caller
     /// calls ``whenRoom(for:until:_:)`` with ``bytes`` and decodes again when told.
@@ -34,33 +33,41 @@ final class DecodeMemoryBudget: @unchecked Sendable {
         var resume: @Sendable (Bool) -> Void
     }
 
-    private let lock = NSLock()
-    private var capacityBytes: Int
-    private var bytesInUse = 0
-    private var mostBytesInUse = 0
-    private var waiters: [Waiter] = []
-    private var lastWaiterToken: UInt64 = 0
+    private struct State {
+        var capacity: Int
+        var inUse = 0
+        var mostInUse = 0
+        var waiters: [Waiter] = []
+        var lastWaiterToken: UInt64 = 0
+
+        /// Whether `bytes` more fit now.
+        func fits(_ bytes: Int) -> Bool {
+            inUse + bytes <= capacity
+        }
+    }
+
+    private let state: Locked<State>
 
     init(capacity: Int) {
-        capacityBytes = capacity
+        state = Locked(State(capacity: capacity))
     }
 
     var capacity: Int {
-        get { withLock { capacityBytes } }
+        get { state.withLock { $0.capacity } }
         set {
-            withLock { capacityBytes = newValue }
+            state.withLock { $0.capacity = newValue }
             resumeWaitersThatFit()
         }
     }
 
     /// The bytes the decodes running now hold.
-    var inUse: Int { withLock { bytesInUse } }
+    var inUse: Int { state.withLock { $0.inUse } }
 
     /// The most bytes the decodes ever held at once.
-    var peakInUse: Int { withLock { mostBytesInUse } }
+    var peakInUse: Int { state.withLock { $0.mostInUse } }
 
     /// How many fetches wait to be told of room (``whenRoom(for:until:_:)``).
-    var waitingCount: Int { withLock { waiters.count } }
+    var waitingCount: Int { state.withLock { $0.waiters.count } }
 
     /// A claim a decode draws on while it is bound to ``Claim/current``; given back by ``Claim/releaseAll()``
     /// or when the claim goes. With `stopsForRoom`, a first draw that finds no room throws ``NoRoom`` (which
@@ -74,17 +81,17 @@ final class DecodeMemoryBudget: @unchecked Sendable {
     /// the caller then stops and asks again, with the deadline of its first stop. Called on an arbitrary
     /// thread, never with a lock held.
     func whenRoom(for bytes: Int, until deadline: DispatchTime, _ resume: @escaping @Sendable (Bool) -> Void) {
-        let token = withLock { () -> UInt64? in
-            guard !fits(bytes) else { return nil }
-            lastWaiterToken += 1
-            waiters.append(Waiter(token: lastWaiterToken, bytes: bytes, resume: resume))
-            return lastWaiterToken
+        let token = state.withLock { state -> UInt64? in
+            guard !state.fits(bytes) else { return nil }
+            state.lastWaiterToken += 1
+            state.waiters.append(Waiter(token: state.lastWaiterToken, bytes: bytes, resume: resume))
+            return state.lastWaiterToken
         }
         guard let token else { return resume(true) }
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: deadline) { [self] in
-            let expired = withLock { () -> Waiter? in
-                guard let index = waiters.firstIndex(where: { $0.token == token }) else { return nil }
-                return waiters.remove(at: index)
+            let expired = state.withLock { state -> Waiter? in
+                guard let index = state.waiters.firstIndex(where: { $0.token == token }) else { return nil }
+                return state.waiters.remove(at: index)
             }
             expired?.resume(false)
         }
@@ -97,8 +104,8 @@ final class DecodeMemoryBudget: @unchecked Sendable {
 
         private let budget: DecodeMemoryBudget
         private let stopsForRoom: Bool
-        private let held = Locked(0)
-        private let stoppedFor = Locked<Int?>(nil)
+        /// The bytes drawn, and those of a first draw that found no room and stopped the decode.
+        private let draws = Locked<(held: Int, stoppedFor: Int?)>((0, nil))
 
         init(budget: DecodeMemoryBudget, stopsForRoom: Bool) {
             self.budget = budget
@@ -110,24 +117,24 @@ final class DecodeMemoryBudget: @unchecked Sendable {
         }
 
         /// The bytes of a first draw that found no room and stopped the decode (see `stopsForRoom`), if one did.
-        var stoppedForRoom: Int? { stoppedFor.withLock { $0 } }
+        var stoppedForRoom: Int? { draws.withLock { $0.stoppedFor } }
 
         /// Makes the claim `bytes` in all (it never shrinks while the decode runs).
         func grow(to bytes: Int) throws(ImageCodecError) {
-            let holding = held.withLock { $0 }
+            let holding = draws.withLock { $0.held }
             guard bytes > holding else { return }
             let stops = stopsForRoom && holding == 0
             guard try budget.take(bytes - holding, orStop: stops) else {
-                stoppedFor.withLock { $0 = bytes }
+                draws.withLock { $0.stoppedFor = bytes }
                 throw .limitExceeded(.decodeMemoryBudget(bytes))
             }
-            held.withLock { $0 = bytes }
+            draws.withLock { $0.held = bytes }
         }
 
         func releaseAll() {
-            let bytes = held.withLock { held in
-                defer { held = 0 }
-                return held
+            let bytes = draws.withLock { draws in
+                defer { draws.held = 0 }
+                return draws.held
             }
             if bytes > 0 { budget.give(bytes) }
         }
@@ -136,10 +143,10 @@ final class DecodeMemoryBudget: @unchecked Sendable {
     /// Takes `bytes` when they fit. When they do not: returns `false` with `orStop` if room may come (decodes
     /// hold some, and `bytes` fit in the whole budget), or throws.
     private func take(_ bytes: Int, orStop: Bool) throws(ImageCodecError) -> Bool {
-        let outcome = withLock { () -> Bool? in
-            guard fits(bytes) else { return orStop && bytes <= capacityBytes && bytesInUse > 0 ? false : nil }
-            bytesInUse += bytes
-            mostBytesInUse = max(mostBytesInUse, bytesInUse)
+        let outcome = state.withLock { state -> Bool? in
+            guard state.fits(bytes) else { return orStop && bytes <= state.capacity && state.inUse > 0 ? false : nil }
+            state.inUse += bytes
+            state.mostInUse = max(state.mostInUse, state.inUse)
             return true
         }
         guard let outcome else { throw .limitExceeded(.decodeMemoryBudget(bytes)) }
@@ -147,30 +154,19 @@ final class DecodeMemoryBudget: @unchecked Sendable {
     }
 
     private func give(_ bytes: Int) {
-        withLock { bytesInUse -= bytes }
+        state.withLock { $0.inUse -= bytes }
         resumeWaitersThatFit()
     }
 
     /// Tells every waiter whose bytes fit in the room there is now. Each decodes again; one that finds the
     /// room taken by another stops and waits again, so no order among them is promised.
     private func resumeWaitersThatFit() {
-        let resumed = withLock { () -> [Waiter] in
-            let fitting = waiters.filter { fits($0.bytes) }
-            guard !fitting.isEmpty else { return [] }
-            waiters.removeAll { fits($0.bytes) }
+        let resumed = state.withLock { state -> [Waiter] in
+            let room = state.capacity - state.inUse
+            let fitting = state.waiters.filter { $0.bytes <= room }
+            if !fitting.isEmpty { state.waiters.removeAll { $0.bytes <= room } }
             return fitting
         }
         for waiter in resumed { waiter.resume(true) }
-    }
-
-    /// Whether `bytes` more fit now. With `lock` held.
-    private func fits(_ bytes: Int) -> Bool {
-        bytesInUse + bytes <= capacityBytes
-    }
-
-    private func withLock<T>(_ body: () -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body()
     }
 }

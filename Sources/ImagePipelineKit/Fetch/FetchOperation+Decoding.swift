@@ -42,7 +42,7 @@ extension FetchOperation {
     /// (`false`). The queue's thread is free meanwhile: on a shared pool, a thread that waited for room would
     /// be one fewer for the fetches that give it back.
     func _queue_waitForDecodeMemory(_ bytes: Int, then next: @escaping @Sendable (Bool) -> Void) {
-        let deadline = decodeMemoryWaitDeadline ?? .now() + .seconds(Int(DecodeMemoryBudget.maximumWait.components.seconds))
+        let deadline = decodeMemoryWaitDeadline ?? .now() + DecodeMemoryBudget.maximumWait
         decodeMemoryWaitDeadline = deadline
         pipeline.configuration.decodeMemoryBudget.whenRoom(for: bytes, until: deadline) { [self] hasRoom in
             queue.async { next(hasRoom) }

@@ -106,7 +106,8 @@ extension FetchOperation {
 /// burst go in one block (``QueueBacklog``), and its chunks are taken together. The fetch that started the
 /// download names its queue as the download's `eventQueue`: the coordinator takes the events there, so this
 /// fetch's block is appended to the running one and no thread wakes for it. A fetch that joined the download
-/// takes its block in place, with the other joined fetches' (``DownloadFanOut``).
+/// takes its block as a block of its queue on the shared pool, and with a thread per fetch in place, with the
+/// other joined fetches' (``DownloadFanOut``).
 final class FetchDownloadClient: QueueBoundDownloadClient {
     private enum Event: Sendable {
         case response(DownloadResponse, resumedByteCount: Int, expectedByteCount: Int?)

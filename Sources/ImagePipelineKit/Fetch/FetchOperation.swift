@@ -71,10 +71,12 @@ public final class FetchOperation: Operation, @unchecked Sendable {
     let lifecycle = OperationLifecycle()
     /// Utility QoS, as the operation queue's: decoding and scaling run here, and on Linux libdispatch gives
     /// utility work a higher nice value than the default, so a UI thread at a higher QoS wins the CPU. Its
-    /// blocks run on a thread of their own, or on the pool of ``GlobalConfiguration/fetchQueueTarget``.
+    /// blocks run on the queue ``GlobalConfiguration/fetchQueueTarget`` names (the utility pool by default), or
+    /// on a thread of their own when it names none.
     let queue: DispatchQueue
-    /// Whether `queue` runs on a queue the caller chose (``GlobalConfiguration/fetchQueueTarget``), a shared pool
-    /// as a rule, rather than on a thread of its own (see ``runFromAnotherThread(holdingOpen:_:)``).
+    /// Whether `queue` runs on the configuration's ``GlobalConfiguration/fetchQueueTarget`` (a shared pool as a
+    /// rule, the utility pool by default) rather than on a thread of its own (see
+    /// ``runFromAnotherThread(holdingOpen:_:)``).
     let runsOnSharedPool: Bool
     /// Delegate-queue work sent from `queue` and not yet run, oldest first (see `_queue_onDelegateQueue`).
     private let pendingDelegateWork = Locked<[@Sendable () -> Void]>([])

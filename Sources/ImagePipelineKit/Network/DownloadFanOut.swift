@@ -12,7 +12,7 @@ import Dispatch
 /// a block of its queue, which a busy pool thread takes without waking (see
 /// ``FetchOperation/runFromAnotherThread(holdingOpen:_:)``).
 ///
-/// Collected during a turn of the coordinator's queue (``DownloadCoordinator/_queue_fanningOut(onto:from:_:)``),
+/// Collected during a turn of the coordinator's queue (``DownloadCoordinator/_queue_fanningOut(of:from:_:)``),
 /// run once the turn is over: a fetch's share may decode, which must not hold the coordinator's queue.
 ///
 /// It cannot deadlock: the block that runs the shares holds no queue of the pipeline, and no share waits for
