@@ -22,10 +22,12 @@ struct PipelineBench: AsyncParsableCommand {
             once; the pipeline's own queues bound the work. Reported: images/s until the last completion. \
             The anchor, measured in the same run right after: the same decodes at 256 px straight from memory \
             on as many threads (no network, no caches), as images/s; the ratio is ours over the anchor. \
-            Before the pipeline, the same run measures a hand-written fetch on as many threads, the least a \
-            fetch with a disk copy costs on this machine: per image a blocking GET on a kept-alive connection to \
-            the same origin, the body written to a new file, and the anchor's decode (no index, no caches, no \
-            sharing); the last line also gives the pipeline's rate over it. \
+            Right before and right after the pipeline, the same run measures a hand-written fetch on as many \
+            threads, the least a fetch with a disk copy costs on this machine: per image a blocking GET on a \
+            kept-alive connection to the same origin, the body written to a new file, and the anchor's decode (no \
+            index, no caches, no sharing); the two runs are taken together (both rates are printed: creating \
+            files on ext4 without a journal costs more while recently freed inodes lie near, so runs close \
+            together differ), and the last line also gives the pipeline's rate over it. \
             --threads sets the pipeline's decode slots (GlobalConfiguration.maxConcurrentImageDecodeCount) and \
             the anchor's threads, and --downloads (default: 4, or --threads when larger) the downloads at once; \
             --threads does not keep the process on that many cores: \
@@ -105,15 +107,20 @@ struct PipelineBench: AsyncParsableCommand {
             server.setAsset(photos[index % photos.count], at: "/pipeline/\(index).jpg", contentType: "image/jpeg")
         }
         let target = TargetSizing(dimensions: PixelSize(width: 256, height: 256), contentMode: .fit)
-        // The hand-written fetch runs first and its files stay until the pipeline has run: its deletions would
-        // otherwise make the pipeline's file creations slower (see docs/benchmarks.md).
-        let floorDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-floor-\(getpid())")
-        defer { try? FileManager.default.removeItem(at: floorDirectory) }
-        let floorBefore = ProcessCPUSnapshot.now()
-        let floor = try HandWrittenFetch.rate(port: server.port, paths: (0..<images).map { "/pipeline/\($0).jpg" },
-                                              directory: floorDirectory, target: target, threads: threads)
-        let floorAfter = ProcessCPUSnapshot.now()
-        // A pause with the origin idle between the two fetches lets a scheduler trace tell them apart
+        // The hand-written fetch runs right before and right after the pipeline, and the files of all three stay
+        // until the end: on ext4 without a journal, creating a file costs up to several times more while inodes
+        // freed in the last minutes lie near (the allocator steps over them), so a run's own deletions, or a run
+        // that follows another closely, would make one side pay more than the other. The floor is the two
+        // together, and the gap between them is printed (see docs/benchmarks.md).
+        let floorRoot = FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-floor-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: floorRoot) }
+        let paths = (0..<images).map { "/pipeline/\($0).jpg" }
+        let handWritten = { (name: String) throws -> HandWrittenRun in
+            try HandWrittenRun.measure(port: server.port, paths: paths, directory: floorRoot.appendingPathComponent(name),
+                                       target: target, threads: threads)
+        }
+        let floorBefore = try handWritten("before")
+        // A pause with the origin idle between the fetches lets a scheduler trace tell them apart
         // (scripts/idle-cores.py).
         try await Task.sleep(for: .milliseconds(200))
         // The client keeps 8 HTTP/1.1 connections per host unless told otherwise: with more download slots, the
@@ -122,7 +129,10 @@ struct PipelineBench: AsyncParsableCommand {
         client.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, downloadSlots)
         let httpClient = transport == .asyncHTTPClient ? HTTPClientDownloader(configuration: client) : nil
         let downloader: any ImageDownloader = httpClient ?? BlockingLoopbackDownloader()
-        let (rate, cpu) = try await pipelineRate(server: server, downloader: downloader, target: target)
+        let (rate, cpu, floorAfter) = try await pipelineRate(server: server, downloader: downloader, target: target) {
+            try handWritten("after")
+        }
+        let floor = HandWrittenRun.together(floorBefore, floorAfter)
         try await httpClient?.shutdown()
         try await server.shutdown()
         try await originLoops.shutdownGracefully()
@@ -132,31 +142,33 @@ struct PipelineBench: AsyncParsableCommand {
         let anchorCPU = (anchorAfter.process - anchorBefore.process) / Double(images) * 1e6
         let pipelineCPU = (cpu.after.process - cpu.before.process) / Double(images) * 1e6
         let originCPU = (cpu.after.originLoops - cpu.before.originLoops) / Double(images) * 1e6
-        let floorCPU = (floorAfter.process - floorBefore.process) / Double(images) * 1e6
-        let floorOriginCPU = (floorAfter.originLoops - floorBefore.originLoops) / Double(images) * 1e6
+        let floorCPU = floor.processCPUPerImage(images: images)
+        let floorOriginCPU = floor.originCPUPerImage(images: images)
         let plural = threads == 1 ? "" : "s"
         output.say(String(format: "anchor:   the same decodes at 256 px from memory on %d thread%@ = %.0f images/s", threads, plural, anchor))
-        output.say(String(format: "floor:    a hand-written fetch on %d thread%@ (blocking GET, the body written to a new file, the same decode) = %.0f images/s, %.2fx the bare decodes; CPU per image %.0f us (less the origin's %.0f us)",
-                     threads, plural, floor, floor / anchor, floorCPU - floorOriginCPU, floorOriginCPU))
+        output.say(String(format: "floor:    a hand-written fetch on %d thread%@ (blocking GET, the body written to a new file, the same decode) = %.0f images/s (%.0f before the pipeline, %.0f after), %.2fx the bare decodes; CPU per image %.0f us (less the origin's %.0f us)",
+                     threads, plural, floor.rate, floorBefore.rate, floorAfter.rate, floor.rate / anchor,
+                     floorCPU - floorOriginCPU, floorOriginCPU))
         output.say(String(format: "CPU per image: the pipeline %.0f us (its process, less the loopback origin's %.0f us), the bare decodes %.0f us: %.2fx",
                      pipelineCPU - originCPU, originCPU, anchorCPU, anchorCPU / max(pipelineCPU - originCPU, 1)))
         let pipelineSwitches = cpu.after.switchesPerImage(since: cpu.before, images: images)
-        let floorSwitches = floorAfter.switchesPerImage(since: floorBefore, images: images)
+        let floorSwitches = floor.switchesPerImage(images: images)
         let anchorSwitches = anchorAfter.switchesPerImage(since: anchorBefore, images: images)
         output.say(String(format: "context switches per image (wake-ups, then preemptions; the origin's threads left out): the pipeline %.1f + %.1f, the hand-written fetch %.1f + %.1f, the bare decodes %.1f + %.1f",
                           pipelineSwitches.voluntary, pipelineSwitches.involuntary, floorSwitches.voluntary,
                           floorSwitches.involuntary, anchorSwitches.voluntary, anchorSwitches.involuntary))
         if let fetchStart = cpu.before.cores, let fetchEnd = cpu.after.cores, let decodeStart = anchorBefore.cores,
-           let decodeEnd = anchorAfter.cores, let floorStart = floorBefore.cores, let floorEnd = floorAfter.cores {
-            printCoreShares(fetching: fetchEnd.shares(since: fetchStart), handWritten: floorEnd.shares(since: floorStart),
+           let decodeEnd = anchorAfter.cores, let floorShares = floor.coreShares {
+            printCoreShares(fetching: fetchEnd.shares(since: fetchStart), handWritten: floorShares,
                             decoding: decodeEnd.shares(since: decodeStart))
         }
         output.say(String(format: "B12 pipeline: %.0f images/s, %.2fx the direct decodes on %d thread%@ (targets: >= 250 images/s on two cores, >= 0.85x); %.2fx the hand-written fetch",
-                     rate, rate / anchor, threads, plural, rate / floor))
+                     rate, rate / anchor, threads, plural, rate / floor.rate))
         try output.write(object: [
             "benchmark": "pipeline", "images": images, "threads": threads, "imagesPerSecond": rate,
-            "anchorImagesPerSecond": anchor, "floorImagesPerSecond": floor, "ratioToAnchor": rate / anchor,
-            "ratioToFloor": rate / floor,
+            "anchorImagesPerSecond": anchor, "floorImagesPerSecond": floor.rate,
+            "floorRunsImagesPerSecond": [floorBefore.rate, floorAfter.rate], "ratioToAnchor": rate / anchor,
+            "ratioToFloor": rate / floor.rate,
             "cpuPerImageMicroseconds": ["pipeline": pipelineCPU - originCPU, "origin": originCPU, "anchor": anchorCPU,
                                         "floor": floorCPU - floorOriginCPU],
             "voluntarySwitchesPerImage": ["pipeline": pipelineSwitches.voluntary, "floor": floorSwitches.voluntary,
@@ -181,12 +193,14 @@ struct PipelineBench: AsyncParsableCommand {
         output.say(line)
     }
 
-    /// Images/s of a cold pipeline with `threads` decode slots fetching every image once, and the process's
-    /// CPU time before and after the fetches.
-    private func pipelineRate(server: ImageOriginServer, downloader: any ImageDownloader, target: TargetSizing)
-        async throws -> (Double, (before: ProcessCPUSnapshot, after: ProcessCPUSnapshot)) {
+    /// Images/s of a cold pipeline with `threads` decode slots fetching every image once, the process's CPU
+    /// time before and after the fetches, and what `afterwards` returns: it runs once they are over, with the
+    /// pipeline's files still on disk.
+    private func pipelineRate<Afterwards: Sendable>(server: ImageOriginServer, downloader: any ImageDownloader, target: TargetSizing,
+                                          afterwards: () throws -> Afterwards)
+        async throws -> (Double, (before: ProcessCPUSnapshot, after: ProcessCPUSnapshot), Afterwards) {
         let stages = StageTimeCollector()
-        let (seconds, failures, diskBytes, cpu) = try await BenchPipeline.withPipeline(
+        let (seconds, failures, diskBytes, cpu, later) = try await BenchPipeline.withPipeline(
             named: "bench-pipeline", downloader: downloader, metrics: breakdown ? stages : nil,
             configure: {
                 $0.maxConcurrentImageDecodeCount = threads
@@ -203,8 +217,10 @@ struct PipelineBench: AsyncParsableCommand {
             let requests = (0..<images).map { GenericFetchRequest(url: server.url(for: "/pipeline/\($0).jpg"), targetSizing: target) }
             let completions = await BenchPipeline.fetchAtOnce(requests, pipeline: pipeline, queue: queue)
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            return (seconds, completions.filter { !$0.succeeded }.count, pipeline.diskCache?.totalBytes ?? 0,
-                    (before, ProcessCPUSnapshot.now()))
+            let after = ProcessCPUSnapshot.now()
+            let diskBytes = pipeline.diskCache?.totalBytes ?? 0
+            try await Task.sleep(for: .milliseconds(200))
+            return (seconds, completions.filter { !$0.succeeded }.count, diskBytes, (before, after), try afterwards())
         }
         guard failures == 0 else { throw CommandFailure("\(failures) of \(images) fetches failed") }
         let rate = Double(images) / seconds
@@ -214,7 +230,7 @@ struct PipelineBench: AsyncParsableCommand {
             printStageBreakdown(images: images, stages: stages.totals, before: cpu.0, after: cpu.1, output: output)
             printDecodesAtOnce(stages.decodesAtOnceTotals, output: output)
         }
-        return (rate, (cpu.0, cpu.1))
+        return (rate, (cpu.0, cpu.1), later)
     }
 
     /// Images/s of decoding `count` of `photos` (in turn) at `target` on `threads` threads.

@@ -47,6 +47,60 @@ enum HandWrittenFetch {
     }
 }
 
+/// A run of ``HandWrittenFetch`` with the process's CPU times and context switches around it; `bench pipeline`
+/// takes one before and one after the pipeline.
+struct HandWrittenRun {
+    var rate: Double
+    var before: ProcessCPUSnapshot
+    var after: ProcessCPUSnapshot
+
+    /// Fetches every one of `paths` from `port` with ``HandWrittenFetch``, writing into `directory`.
+    static func measure(port: Int, paths: [String], directory: URL, target: TargetSizing, threads: Int) throws -> HandWrittenRun {
+        let before = ProcessCPUSnapshot.now()
+        let rate = try HandWrittenFetch.rate(port: port, paths: paths, directory: directory, target: target, threads: threads)
+        return HandWrittenRun(rate: rate, before: before, after: ProcessCPUSnapshot.now())
+    }
+
+    /// Runs of the same images taken as one: the rate over their time together, the rest per image of them all.
+    struct Together {
+        var runs: [HandWrittenRun]
+
+        /// Images over the runs' time together (each fetched the same number).
+        var rate: Double { Double(runs.count) / runs.reduce(0) { $0 + 1 / $1.rate } }
+
+        /// The process's CPU microseconds per image, the loopback origin's included.
+        func processCPUPerImage(images: Int) -> Double {
+            mean { ($0.after.process - $0.before.process) / Double(images) * 1e6 }
+        }
+
+        /// The loopback origin's CPU microseconds per image.
+        func originCPUPerImage(images: Int) -> Double {
+            mean { ($0.after.originLoops - $0.before.originLoops) / Double(images) * 1e6 }
+        }
+
+        func switchesPerImage(images: Int) -> (voluntary: Double, involuntary: Double) {
+            let each = runs.map { $0.after.switchesPerImage(since: $0.before, images: images) }
+            return (each.reduce(0) { $0 + $1.voluntary } / Double(runs.count),
+                    each.reduce(0) { $0 + $1.involuntary } / Double(runs.count))
+        }
+
+        /// The cores' shares over the runs (each weighted alike: they take about as long), where `/proc` tells.
+        var coreShares: CoreTimes.Shares? {
+            let each = runs.compactMap { run in run.before.cores.flatMap { start in run.after.cores?.shares(since: start) } }
+            guard each.count == runs.count else { return nil }
+            let count = Double(each.count)
+            return (each.reduce(0) { $0 + $1.busy } / count, each.reduce(0) { $0 + $1.idle } / count,
+                    each.reduce(0) { $0 + $1.steal } / count)
+        }
+
+        private func mean(_ value: (HandWrittenRun) -> Double) -> Double {
+            runs.reduce(0) { $0 + value($1) } / Double(runs.count)
+        }
+    }
+
+    static func together(_ runs: HandWrittenRun...) -> Together { Together(runs: runs) }
+}
+
 /// One blocking HTTP/1.1 connection to 127.0.0.1, kept alive across requests and closed when it goes: just
 /// enough HTTP for bodies with a `Content-Length`. One request at a time: a pool hands it to one user at once.
 final class LoopbackHTTPConnection: Sendable {
