@@ -112,6 +112,7 @@ struct PipelineBench: AsyncParsableCommand {
         // freed in the last minutes lie near (the allocator steps over them), so a run's own deletions, or a run
         // that follows another closely, would make one side pay more than the other. The floor is the two
         // together, and the gap between them is printed (see docs/benchmarks.md).
+        if let warning = BenchFileSystem.journalWarning(for: FileManager.default.temporaryDirectory) { output.say(warning) }
         let floorRoot = FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-floor-\(getpid())")
         defer { try? FileManager.default.removeItem(at: floorRoot) }
         let paths = (0..<images).map { "/pipeline/\($0).jpg" }
