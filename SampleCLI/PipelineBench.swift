@@ -27,7 +27,8 @@ struct PipelineBench: AsyncParsableCommand {
             kept-alive connection to the same origin, the body written to a new file, and the anchor's decode (no \
             index, no caches, no sharing); the two runs are taken together (both rates are printed: creating \
             files on ext4 without a journal costs more while recently freed inodes lie near, so runs close \
-            together differ), and the last line also gives the pipeline's rate over it. \
+            together differ; the files go to the temporary directory, TMPDIR), and the last line also gives the \
+            pipeline's rate over it. \
             --threads sets the pipeline's decode slots (GlobalConfiguration.maxConcurrentImageDecodeCount) and \
             the anchor's threads, and --downloads (default: 4, or --threads when larger) the downloads at once; \
             --threads does not keep the process on that many cores: \
