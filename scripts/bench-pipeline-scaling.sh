@@ -11,9 +11,10 @@
 #   ARGS="--transport blocking" scripts/bench-pipeline-scaling.sh   # more options for every run
 #
 # Each run starts PAUSE seconds after the one before: a run deletes the thousands of files it wrote when it
-# ends, and on ext4 without a journal every file created in the next half minute has its inode picked past
-# those (a scan per file, which made the next run's disk writes up to twice as costly). PAUSE=0 runs them
-# back to back.
+# ends, and on ext4 without a journal every file created in the next minute or more has its inode picked past
+# those (a scan per file, which made file creations up to three times as costly). A pause shortens that
+# without ending it; the benchmark says when its directory is on such a file system, and figures to compare
+# are taken with TMPDIR on one with a journal (docs/benchmarks.md), where PAUSE=0 is fine.
 #
 # Targets: 2 cores >= 1.8x of 1; N cores >= 0.75 x N x the one-thread anchor.
 set -euo pipefail
