@@ -174,7 +174,7 @@ extension DiskCache {
     ///
     /// A cache that is full deletes an entry for every one it writes. Writing over the deleted one's file
     /// saves creating a file and unlinking one: on ext4 without a journal, creating a file scans past every
-    /// inode freed in the last half minute, which cost more CPU than the rest of the write together.
+    /// inode freed in the last minute or more, which cost more CPU than the rest of the write together.
     func _locked_keepSpareFile(_ path: String, bytes: Int) {
         let keptBytes = spareFiles.reduce(0) { $0 + $1.bytes }
         if spareFiles.count < Self.maxSpareFiles, keptBytes + bytes <= pool._locked_limits().maxBytes / 64 {
