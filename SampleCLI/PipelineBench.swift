@@ -109,10 +109,9 @@ struct PipelineBench: AsyncParsableCommand {
         }
         let target = TargetSizing(dimensions: PixelSize(width: 256, height: 256), contentMode: .fit)
         // The hand-written fetch runs right before and right after the pipeline, and the files of all three stay
-        // until the end: on ext4 without a journal, creating a file costs up to several times more while inodes
-        // freed in the last minutes lie near (the allocator steps over them), so a run's own deletions, or a run
-        // that follows another closely, would make one side pay more than the other. The floor is the two
-        // together, and the gap between them is printed (see docs/benchmarks.md).
+        // until the end: where creating a file costs more for a while after deletions (see BenchFileSystem), a
+        // run's own deletions, or a run that follows another closely, would make one side pay more than the
+        // other. The floor is the two together; both rates are printed.
         if let warning = BenchFileSystem.journalWarning(for: FileManager.default.temporaryDirectory) { output.say(warning) }
         let floorRoot = FileManager.default.temporaryDirectory.appendingPathComponent("sample-cli-floor-\(getpid())")
         defer { try? FileManager.default.removeItem(at: floorRoot) }
@@ -134,7 +133,7 @@ struct PipelineBench: AsyncParsableCommand {
         let (rate, cpu, floorAfter) = try await pipelineRate(server: server, downloader: downloader, target: target) {
             try handWritten("after")
         }
-        let floor = HandWrittenRun.together(floorBefore, floorAfter)
+        let floor = HandWrittenRun.Together(runs: [floorBefore, floorAfter])
         try await httpClient?.shutdown()
         try await server.shutdown()
         try await originLoops.shutdownGracefully()

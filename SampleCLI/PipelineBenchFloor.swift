@@ -84,21 +84,22 @@ struct HandWrittenRun {
                     each.reduce(0) { $0 + $1.involuntary } / Double(runs.count))
         }
 
-        /// The cores' shares over the runs (each weighted alike: they take about as long), where `/proc` tells.
+        /// The cores' shares over the runs' time together, where `/proc` tells.
         var coreShares: CoreTimes.Shares? {
-            let each = runs.compactMap { run in run.before.cores.flatMap { start in run.after.cores?.shares(since: start) } }
-            guard each.count == runs.count else { return nil }
-            let count = Double(each.count)
-            return (each.reduce(0) { $0 + $1.busy } / count, each.reduce(0) { $0 + $1.idle } / count,
-                    each.reduce(0) { $0 + $1.steal } / count)
+            var total = CoreTimes()
+            for run in runs {
+                guard let start = run.before.cores, let end = run.after.cores else { return nil }
+                total.busy += end.busy - start.busy
+                total.idle += end.idle - start.idle
+                total.steal += end.steal - start.steal
+            }
+            return total.shares(since: CoreTimes())
         }
 
         private func mean(_ value: (HandWrittenRun) -> Double) -> Double {
             runs.reduce(0) { $0 + value($1) } / Double(runs.count)
         }
     }
-
-    static func together(_ runs: HandWrittenRun...) -> Together { Together(runs: runs) }
 }
 
 /// One blocking HTTP/1.1 connection to 127.0.0.1, kept alive across requests and closed when it goes: just

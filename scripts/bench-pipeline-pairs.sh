@@ -28,27 +28,28 @@ import json
 import sys
 
 runs = int(sys.argv[1])
-# (label, how to read it from a report, the target's test, the target in words)
+# (label, decimals, how to read it from a report, the target's test, the target in words)
 FIGURES = [
-    ("images/s", lambda r: r["imagesPerSecond"], lambda v: v >= 250, ">= 250 on two cores"),
-    ("x the bare decodes", lambda r: r["ratioToAnchor"], lambda v: v >= 0.85, ">= 0.85"),
-    ("x the hand-written fetch", lambda r: r["ratioToFloor"], lambda v: v >= 0.95, ">= 0.95"),
-    ("the hand-written fetch, x the bare decodes", lambda r: r["floorImagesPerSecond"] / r["anchorImagesPerSecond"], None, ""),
-    ("wake-ups an image", lambda r: r["voluntarySwitchesPerImage"]["pipeline"], lambda v: v <= 5, "<= 5"),
-    ("switches an image", lambda r: r["voluntarySwitchesPerImage"]["pipeline"] + r["involuntarySwitchesPerImage"]["pipeline"],
+    ("images/s", 0, lambda r: r["imagesPerSecond"], lambda v: v >= 250, ">= 250 on two cores"),
+    ("x the bare decodes", 2, lambda r: r["ratioToAnchor"], lambda v: v >= 0.85, ">= 0.85"),
+    ("x the hand-written fetch", 2, lambda r: r["ratioToFloor"], lambda v: v >= 0.95, ">= 0.95"),
+    ("the hand-written fetch, x the bare decodes", 2,
+     lambda r: r["floorImagesPerSecond"] / r["anchorImagesPerSecond"], None, ""),
+    ("wake-ups an image", 1, lambda r: r["voluntarySwitchesPerImage"]["pipeline"], lambda v: v <= 5, "<= 5"),
+    ("switches an image", 1,
+     lambda r: r["voluntarySwitchesPerImage"]["pipeline"] + r["involuntarySwitchesPerImage"]["pipeline"],
      lambda v: v <= 7, "<= 7"),
-    ("CPU an image, us (less the origin's)", lambda r: r["cpuPerImageMicroseconds"]["pipeline"], None, ""),
+    ("CPU an image, us (less the origin's)", 0, lambda r: r["cpuPerImageMicroseconds"]["pipeline"], None, ""),
 ]
 print(f"B12 over {runs} alternating pairs\n")
 print("| figure | " + " | ".join(["shared pool", "a thread per fetch", "target"]) + " |")
 print("|---|---|---|---|")
 reports = {kind: [json.load(open(f"out/bench/pipeline-{kind}-{run}.json")) for run in range(1, runs + 1)]
            for kind in ("pool", "thread-per-fetch")}
-for label, read, met, target in FIGURES:
+for label, digits, read, met, target in FIGURES:
     cells = []
     for kind in ("pool", "thread-per-fetch"):
         values = [read(report) for report in reports[kind]]
-        digits = 0 if max(values) >= 100 else 2 if max(values) < 10 and "x " in label else 1
         cell = f"{min(values):.{digits}f}–{max(values):.{digits}f}"
         if met:
             cell += f" (met in {sum(1 for value in values if met(value))} of {len(values)})"
