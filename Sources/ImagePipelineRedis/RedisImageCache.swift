@@ -26,6 +26,14 @@ public final class RedisImageCache: SharedImageCache {
         if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end
         """
 
+    /// Deletes the value only when its SHA-1 is still the rejected one's: the delete runs in the background, so
+    /// a good value written meanwhile (by the fetch that went on to the origin, or by another process) must
+    /// not be the one it removes.
+    static let deleteRejectedScript = """
+        local value = redis.call('GET', KEYS[1])
+        if value and redis.sha1hex(value) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end
+        """
+
     /// A cache on `client`.
     /// - Parameters:
     ///   - client: the Redis client.
@@ -56,8 +64,8 @@ public final class RedisImageCache: SharedImageCache {
             case .failure(let rejection):
                 rejections.withLock { $0 += 1 }
                 // Deleted in the background: the fetch goes on to the origin meanwhile.
-                let client = client
-                Task { _ = try? await client.send("DEL", [.string(key.rawValue)]) }
+                let digest = Self.sha1Hex(bytes)
+                Task { try? await self.deleteRejectedValue(for: key, sha1Hex: digest) }
                 return .rejected(reason: rejection.rawValue)
             }
         case .error(let message):
@@ -115,6 +123,24 @@ public final class RedisImageCache: SharedImageCache {
     public func removeValue(for key: SharedCacheKey) async throws {
         let reply = try await client.send("DEL", [.string(key.rawValue)])
         if case .error(let message) = reply { throw RedisClientError.serverError(message) }
+    }
+
+    /// Deletes the value under `key` when it is still the one whose SHA-1 is `sha1Hex`.
+    /// - Returns: whether a value was deleted.
+    @discardableResult
+    func deleteRejectedValue(for key: SharedCacheKey, sha1Hex: String) async throws -> Bool {
+        let reply = try await client.send("EVAL", [.string(Self.deleteRejectedScript), .string("1"), .string(key.rawValue),
+                                                   .string(sha1Hex)])
+        switch reply {
+        case .integer(let deleted): return deleted == 1
+        case .error(let message): throw RedisClientError.serverError(message)
+        default: throw RedisClientError.protocolViolation("unexpected reply to EVAL")
+        }
+    }
+
+    /// The lowercase hexadecimal SHA-1 of `bytes`, as Redis's `redis.sha1hex` spells it.
+    static func sha1Hex(_ bytes: ByteBuffer) -> String {
+        bytes.withUnsafeReadableBytes { Insecure.SHA1.hash(data: $0) }.map { String(format: "%02x", $0) }.joined()
     }
 
     /// The key of `key`'s fill lease.

@@ -1,19 +1,20 @@
 import Foundation
 import ImageOriginServer
 import ImagePipelineKit
-import ImagePipelineRedis
+@testable import ImagePipelineRedis
 import NIOCore
 import Testing
 import TestSupport
 
-/// Waits until Redis holds a value under `key` (a write-through runs after delivery), at most 10 s. A look that
-/// times out (a loaded machine can hold the server or the client's event loop up for a moment) counts as "not
-/// yet"; the 10 s still bound the wait.
-func waitForValue(_ key: SharedCacheKey, in client: RedisClient) async throws -> Bool {
+/// Waits until Redis holds a value under `key` (a write-through runs after delivery), or with `present` false
+/// until it holds none (a rejected value is deleted in the background), at most 10 s. A look that times out (a
+/// loaded machine can hold the server or the client's event loop up for a moment) counts as "not yet"; the
+/// 10 s still bound the wait.
+func waitForValue(_ key: SharedCacheKey, in client: RedisClient, present: Bool = true) async throws -> Bool {
     let deadline = ContinuousClock.now + .seconds(10)
     while ContinuousClock.now < deadline {
         do {
-            if try await client.send("EXISTS", [key.rawValue]) == .integer(1) { return true }
+            if try await client.send("EXISTS", [key.rawValue]) == .integer(present ? 1 : 0) { return true }
         } catch RedisClientError.timedOut(_, _) {
             continue
         }
@@ -141,6 +142,38 @@ struct SharedCacheTierTests {
             #expect(try await waitForValue(target, in: client))
             let again = try harness.member("again")
             #expect(try await harness.fetch(index, with: again).source == .sharedCache)
+        }
+    }
+
+    @Test("The background delete of a rejected value leaves a good value written meanwhile")
+    func rejectedValueDeleteSparesNewerValue() async throws {
+        try await TierHarness.run { harness in
+            let client = try harness.rawClient()
+            let member = try harness.member("member")
+            let key = harness.key(1)
+            let rejected = ByteBuffer(string: "not a shared-cache value")
+            _ = try await client.send("SET", bytes: [ByteBuffer(string: key.rawValue), rejected])
+            guard case .rejected = try await member.cache.value(for: key) else {
+                Issue.record("the planted value was not rejected")
+                return
+            }
+            // Wait for the background delete, so that it cannot come after the good value below.
+            #expect(try await waitForValue(key, in: client, present: false))
+
+            // The delete that would have come late: the key now holds another process's good value.
+            _ = try await harness.fetch(1, with: member)
+            #expect(try await waitForValue(key, in: client))
+            let late = try await member.cache.deleteRejectedValue(for: key, sha1Hex: RedisImageCache.sha1Hex(rejected))
+            #expect(!late)
+            guard case .hit = try await member.cache.value(for: key) else {
+                Issue.record("the good value was deleted")
+                return
+            }
+
+            // The same delete while the rejected value is still there removes it.
+            _ = try await client.send("SET", bytes: [ByteBuffer(string: key.rawValue), rejected])
+            #expect(try await member.cache.deleteRejectedValue(for: key, sha1Hex: RedisImageCache.sha1Hex(rejected)))
+            #expect(try await client.send("EXISTS", [key.rawValue]) == .integer(0))
         }
     }
 }
