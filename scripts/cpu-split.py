@@ -5,6 +5,7 @@
     perf record -g -F 1999 -o cpu.data -- .build/release/sample-cli bench pipeline --images 1000
     perf script -i cpu.data -F comm,tid,time,ip,sym,dso | swift demangle --simplified > cpu.txt
     scripts/cpu-split.py cpu.txt 1000            # FREQ=1999 by default: the -F of the recording
+    scripts/cpu-split.py cpu.txt 1000 disk       # and the heaviest code paths of one category
 
 `bench pipeline` runs the hand-written fetch, pauses, runs the pipeline, pauses, runs the hand-written fetch
 again, then the bare decodes. The samples are split into those stretches by time: the hand-written fetch's two
@@ -13,6 +14,10 @@ pipeline); the pipeline's stretch lies in that gap (0.1 s in from each side), th
 sample with `directDecodeRate`. The hand-written column counts both of its runs, per image of one run. Each sample is put in one category by the
 thread it ran on and the code on its stack, and each column gives microseconds of CPU per image (samples / FREQ
 / images).
+
+With a third argument, the start of a category's name, it also lists where that category's samples lie in the
+pipeline's stretch: each sample goes to the innermost frame of its stack in the project's own code (the code
+the category's time was spent for), and the heaviest 20 are printed in microseconds per image.
 
 Frame pointers are enough here (`-g`): Swift code keeps them, so the files stay small. libjpeg-turbo does not,
 and its samples carry no caller; they are told apart by their library instead.
@@ -79,9 +84,35 @@ def around_longest_gap(times):
     return times[gap - 1], times[gap]
 
 
+def category_named(wanted):
+    """The category whose name starts with `wanted`."""
+    names = list(dict.fromkeys([name for name, _ in CATEGORIES + THREADS] + [OTHER]))
+    name = next((name for name in names if name.startswith(wanted)), None)
+    if name is None:
+        sys.exit(f"no category starts with {wanted!r}: {', '.join(names)}")
+    return name
+
+
+def print_paths(samples, name, per_image):
+    """The heaviest code paths of category `name` among `samples`."""
+    paths = collections.Counter()
+    for _, thread, frames in samples:
+        if category(thread, frames) == name:
+            own = next((frame for frame in frames if OWN_CODE in frame and not frame.startswith("[")), frames[0])
+            paths[own.split(" (")[0]] += 1
+    print(f"\n{name}, in the pipeline: the innermost frame of the project's own code, microseconds per image")
+    for path, count in paths.most_common(20):
+        print(f"{per_image(count):8.1f}  {path[:100]}")
+
+
+# The executable whose frames are the project's code (libraries it links statically included).
+OWN_CODE = "sample-cli"
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
+    drilled = category_named(sys.argv[3]) if len(sys.argv) == 4 else None
     images, frequency = int(sys.argv[2]), float(os.environ.get("FREQ", "1999"))
     samples = read_stacks(sys.argv[1], HEADER)
     hand = times_of(samples, "HandWrittenFetch")
@@ -108,6 +139,8 @@ def main():
     totals = {name: sum(counter.values()) for name, counter in counts.items()}
     print(f"{'all':36s} {per_image(totals['bare decodes']):13.0f} {per_image(totals['hand-written']):13.0f} "
           f"{per_image(totals['pipeline']):9.0f} {per_image(totals['pipeline'] - totals['hand-written']):+24.0f}")
+    if drilled:
+        print_paths(stretches["pipeline"], drilled, per_image)
 
 
 if __name__ == "__main__":
