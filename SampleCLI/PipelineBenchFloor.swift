@@ -78,10 +78,10 @@ struct HandWrittenRun {
             mean { ($0.after.originLoops - $0.before.originLoops) / Double(images) * 1e6 }
         }
 
+        /// Wake-ups and preemptions per image.
         func switchesPerImage(images: Int) -> (voluntary: Double, involuntary: Double) {
-            let each = runs.map { $0.after.switchesPerImage(since: $0.before, images: images) }
-            return (each.reduce(0) { $0 + $1.voluntary } / Double(runs.count),
-                    each.reduce(0) { $0 + $1.involuntary } / Double(runs.count))
+            let each = { (run: HandWrittenRun) in run.after.switchesPerImage(since: run.before, images: images) }
+            return (mean { each($0).voluntary }, mean { each($0).involuntary })
         }
 
         /// The cores' shares over the runs' time together, where `/proc` tells.
