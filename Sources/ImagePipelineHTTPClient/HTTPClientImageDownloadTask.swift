@@ -212,9 +212,9 @@ private final class HopDelegate: HTTPClientResponseDelegate {
             return task.eventLoop.makeSucceededVoidFuture()
         }
         let responseHeaders = DownloadHeaders(head.headers.map { (name: $0.name, value: $0.value) })
-        let length = responseHeaders["Content-Length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         let response = DownloadResponse(statusCode: Int(head.status.code), headers: responseHeaders,
-                                        url: answeredURL.withLock { $0 }, expectedContentLength: length)
+                                        url: answeredURL.withLock { $0 },
+                                        expectedContentLength: responseHeaders.integerValue(for: "Content-Length"))
         // Not held back: while this future is pending, AsyncHTTPClient keeps the body parts it reads, and drops
         // them if the connection then closes (see didReceiveBodyPart).
         delivery.receive(response) { _ in }

@@ -68,4 +68,14 @@ struct StageCPUTimeTests {
             try metrics.expectTimer(PipelineMetricLabels.stageCPUTime, [("stage", "scale")])
         }
     }
+
+    @Test("Each stage's span is named image-pipeline. and the stage's name in lower case, words joined by hyphens")
+    func spanNamesFollowTheStageNames() {
+        for stage in PipelineStage.allCases {
+            let words = stage.rawValue.reduce(into: "") { name, character in
+                name += character.isUppercase ? "-" + character.lowercased() : String(character)
+            }
+            #expect(stage.spanName == "image-pipeline." + words)
+        }
+    }
 }

@@ -69,9 +69,7 @@ public struct HTTPCacheMetadata: Sendable, Equatable {
         if !controls.isEmpty { cacheControl = controls.joined(separator: ", ") }
         if let expires = headers["Expires"] { self.expires = expires }
         if let date = headers["Date"].flatMap(HTTPDate.parse) { self.date = date }
-        if let age = headers["Age"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), age >= 0 {
-            self.age = TimeInterval(age)
-        }
+        if let age = headers.integerValue(for: "Age") { self.age = TimeInterval(age) }
     }
 
     /// The parsed ``cacheControl``.

@@ -275,8 +275,8 @@ public final class GlobalConfiguration: Sendable {
     // MARK: - Logging and observers
 
     /// Where the fetches' spans go (swift-distributed-tracing): by default `InstrumentationSystem.tracer`, read
-    /// at each fetch, so bootstrapping a tracer later still takes effect; until one is bootstrapped, nothing is
-    /// recorded. Each fetch that runs makes an `image-pipeline.fetch` span (a child of the caller's
+    /// at each fetch, so bootstrapping a tracer later still takes effect; until one is bootstrapped (while this is
+    /// the no-op tracer), fetches build no spans at all. Each fetch that runs makes an `image-pipeline.fetch` span (a child of the caller's
     /// `ServiceContext`), with an `image-pipeline.source` child per source step and children for its decode and
     /// stores. A fetch answered synchronously from the rendered cache makes none.
     public var tracer: any Tracer {

@@ -38,8 +38,16 @@ public enum PipelineStage: String, Sendable, CaseIterable {
 extension PipelineStage {
     /// The name of the stage's span in a fetch's trace: `image-pipeline.decode`, `image-pipeline.disk-write`, ….
     var spanName: String {
-        "image-pipeline." + rawValue.reduce(into: "") { name, character in
-            if character.isUppercase { name += "-" + character.lowercased() } else { name.append(character) }
+        switch self {
+        case .cacheRead: "image-pipeline.cache-read"
+        case .decode: "image-pipeline.decode"
+        case .scale: "image-pipeline.scale"
+        case .transform: "image-pipeline.transform"
+        case .renditionStore: "image-pipeline.rendition-store"
+        case .memoryStore: "image-pipeline.memory-store"
+        case .diskWrite: "image-pipeline.disk-write"
+        case .diskIndex: "image-pipeline.disk-index"
+        case .delivery: "image-pipeline.delivery"
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import PipelineLocking
+import Tracing
 
 /// The places a fetch looks for its image, in the order it tries them. (The rendered cache is read before
 /// the fetch is queued, by ``ImagePipeline/fetchImage(with:)``, and again as the memory step begins.)
@@ -52,8 +53,12 @@ extension FetchOperation {
         // Before the check for a cancel: see `cancel()`.
         shared.withLock { $0.stepsHaveBegun = true }
         guard !_queue_abortIfNeeded() else { return }
-        metricsRecorder.trace = FetchTrace(tracer: pipeline.configuration.tracer, parent: traceParent,
-                                           pipeline: pipeline.identifier, identifier: plan.identifier)
+        // Without a tracer, a fetch builds no spans: naming and labelling them is work the no-op tracer throws away.
+        let tracer = pipeline.configuration.tracer
+        if !(tracer is NoOpTracer) {
+            metricsRecorder.trace = FetchTrace(tracer: tracer, parent: traceParent, pipeline: pipeline.identifier,
+                                               identifier: plan.identifier)
+        }
         guard !plan.identifier.isEmpty else { return _queue_fail(FetchError(.invalidRequest)) }
         if let dimensions = plan.invalidTargetDimensions {
             pipeline.configuration.report(.invalidTargetDimensions(identifier: plan.identifier, dimensions: dimensions))

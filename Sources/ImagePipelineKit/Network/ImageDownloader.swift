@@ -264,6 +264,20 @@ public struct DownloadHeaders: Sendable, Equatable, Sequence, ExpressibleByDicti
         fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
     }
 
+    /// The first value of the field `name` (any case) as a non-negative decimal number, as `Content-Length` and
+    /// `Age` carry one, with spaces or tabs around it allowed; `nil` when the field is absent or holds anything
+    /// else (a sign, a fraction, a list, a number too large for `Int`).
+    public func integerValue(for name: String) -> Int? {
+        guard let value = self[name] else { return nil }
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        guard let first = value.utf8.firstIndex(where: { !isBlank($0) }),
+              let last = value.utf8.lastIndex(where: { !isBlank($0) })
+        else { return nil }
+        let digits = value[first...last]
+        guard digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int(digits)
+    }
+
     /// Whether the field `name` (any case) is present.
     public func contains(_ name: String) -> Bool {
         fields.contains { $0.name.caseInsensitiveEquals(name) }
@@ -311,8 +325,13 @@ public struct DownloadHeaders: Sendable, Equatable, Sequence, ExpressibleByDicti
 }
 
 extension String {
+    /// Field names are ASCII tokens (RFC 9110): only ASCII letters fold, and no lowercased copies are made, since
+    /// every lookup compares the name with each field's.
     fileprivate func caseInsensitiveEquals(_ other: String) -> Bool {
-        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+        utf8.elementsEqual(other.utf8) { byte, otherByte in
+            let folded = byte | 0x20
+            return byte == otherByte || (folded == otherByte | 0x20 && (0x61...0x7A).contains(folded))
+        }
     }
 }
 

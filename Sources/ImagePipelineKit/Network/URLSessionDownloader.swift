@@ -221,7 +221,7 @@ final class URLSessionDownloadRouter: NSObject, URLSessionDataDelegate, Sendable
             headers.add(name: name, value: value)
         }
         let length = response.expectedContentLength >= 0 ? Int(response.expectedContentLength)
-                                                         : headers["Content-Length"].flatMap { Int($0) }
+                                                         : headers.integerValue(for: "Content-Length")
         return DownloadResponse(statusCode: http?.statusCode ?? 200, headers: headers, url: response.url ?? fallbackURL,
                                 expectedContentLength: length)
     }
