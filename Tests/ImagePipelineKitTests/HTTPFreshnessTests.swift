@@ -122,17 +122,4 @@ struct DiskIndexUpgradeTests {
         #expect(!cache.refreshMetadata(refreshed, identifier: "new", url: URL(string: "http://t/other")!))
         #expect(cache.entry(for: "new")?.complete?.httpMetadata?.cacheControl == "max-age=120")
     }
-
-    @Test("Header fields match in any ASCII case, and a number is read with blanks around it and nothing else")
-    func headerNamesAndNumbers() {
-        let headers: DownloadHeaders = ["content-LENGTH": " 1234\t", "Age": "+5", "X-List": "1, 2", "X-Huge": "99999999999999999999",
-                                        "X-Empty": "  ", "X-Zero": "0", "X-@": "at"]
-        #expect(headers.integerValue(for: "Content-Length") == 1234)
-        #expect(headers.integerValue(for: "x-zero") == 0)
-        for name in ["Age", "X-List", "X-Huge", "X-Empty", "X-Missing"] {
-            #expect(headers.integerValue(for: name) == nil, "\(name)")
-        }
-        // Only letters fold: "@" and "`" differ by the same bit as "A" and "a".
-        #expect(headers["x-@"] == "at" && headers["x-`"] == nil && headers["X-@ "] == nil)
-    }
 }

@@ -25,25 +25,31 @@ public enum SafeFileName {
 
     /// `identifier` with every byte outside the unreserved set percent-encoded.
     public static func percentEncoded(_ identifier: String) -> String {
-        var out = ""
-        out.reserveCapacity(identifier.utf8.count)
-        let hex = Array("0123456789ABCDEF")
-        for byte in identifier.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                 UInt8(ascii: "~"):
-                out.append(Character(UnicodeScalar(byte)))
-            default:
-                out.append("%")
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0F)])
+        // Written byte by byte into the string's own storage: every disk store and removal names a file.
+        let out = String(unsafeUninitializedCapacity: identifier.utf8.count * 3) { buffer in
+            var end = 0
+            for byte in identifier.utf8 {
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                     UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                     UInt8(ascii: "~"):
+                    buffer[end] = byte
+                    end += 1
+                default:
+                    buffer[end] = UInt8(ascii: "%")
+                    buffer[end + 1] = hexDigits[Int(byte >> 4)]
+                    buffer[end + 2] = hexDigits[Int(byte & 0x0F)]
+                    end += 3
+                }
             }
+            return end
         }
         // "." and ".." are unreserved but name directories: encode their dots.
         if out == "." || out == ".." { return String(repeating: "%2E", count: out.count) }
         return out
     }
+
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
     /// The identifier a non-hashed name came from, or `nil` for hashed or malformed names.
     public static func identifier(fromFileName name: String) -> String? {
