@@ -136,7 +136,8 @@ public final class DownloadCoordinator: @unchecked Sendable {
             return
         }
         nextSequence += 1
-        let download = SharedDownload(coordinator: self, request: request, sequence: nextSequence, owner: attachment)
+        let download = SharedDownload(coordinator: self, request: request, sharingKey: key, sequence: nextSequence,
+                                      owner: attachment)
         if let key { downloads[key] = download }
         pending.append(download)
         _queue_rebalance()
@@ -174,7 +175,7 @@ public final class DownloadCoordinator: @unchecked Sendable {
 
     /// A download ended (completed, failed, or its last fetch left): frees its slot and its key.
     func _queue_downloadEnded(_ download: SharedDownload) {
-        if let key = download.request.sharingKey, downloads[key] === download { downloads[key] = nil }
+        if let key = download.sharingKey, downloads[key] === download { downloads[key] = nil }
         running.removeAll { $0 === download }
         pending.removeAll { $0 === download }
         _queue_startPending()

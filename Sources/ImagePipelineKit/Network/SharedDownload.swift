@@ -9,6 +9,9 @@ final class SharedDownload: @unchecked Sendable {
     private enum Phase { case waiting, preparing, running, finished }
 
     let request: ImageDownloadRequest
+    /// The request's ``ImageDownloadRequest/sharingKey``, built once: the coordinator files the download under
+    /// it, and the key's strings (the URL, every header) cost more to build than to hash.
+    let sharingKey: ImageDownloadRequest.SharingKey?
     let sequence: Int
     let coordinator: DownloadCoordinator
     private var phase = Phase.waiting
@@ -35,9 +38,11 @@ final class SharedDownload: @unchecked Sendable {
     /// first one.
     private(set) lazy var _queue_fanOutQueue = DispatchQueue(label: "ImagePipelineKit.DownloadFanOut")
 
-    init(coordinator: DownloadCoordinator, request: ImageDownloadRequest, sequence: Int, owner: DownloadAttachment) {
+    init(coordinator: DownloadCoordinator, request: ImageDownloadRequest, sharingKey: ImageDownloadRequest.SharingKey?,
+         sequence: Int, owner: DownloadAttachment) {
         self.coordinator = coordinator
         self.request = request
+        self.sharingKey = sharingKey
         self.sequence = sequence
         attachments = [owner]
         priority = owner.priority
@@ -283,7 +288,7 @@ final class SharedDownload: @unchecked Sendable {
                 }
                 let result = DownloadResult(data: bytes, response: response, wasResumed: wasResumed, isOwner: false,
                                                unnecessaryError: error)
-                if let key = request.sharingKey, let owner = attachments.first, owner.sharesResultUntilStored {
+                if let key = sharingKey, let owner = attachments.first, owner.sharesResultUntilStored {
                     coordinator._queue_keepUnstored(result, key: key, owner: owner)
                 }
                 outcome = { isOwner in
