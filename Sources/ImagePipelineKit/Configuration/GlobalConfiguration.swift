@@ -275,10 +275,10 @@ public final class GlobalConfiguration: Sendable {
     // MARK: - Logging and observers
 
     /// Where the fetches' spans go (swift-distributed-tracing): by default `InstrumentationSystem.tracer`, read
-    /// at each fetch, so bootstrapping a tracer later still takes effect; until one is bootstrapped (while this is
-    /// the no-op tracer), fetches build no spans at all. Each fetch that runs makes an `image-pipeline.fetch` span (a child of the caller's
-    /// `ServiceContext`), with an `image-pipeline.source` child per source step and children for its decode and
-    /// stores. A fetch answered synchronously from the rendered cache makes none.
+    /// at each fetch, so bootstrapping a tracer later still takes effect; until one is bootstrapped (while this
+    /// is the no-op tracer), fetches build no spans at all. Each fetch that runs makes an `image-pipeline.fetch`
+    /// span (a child of the caller's `ServiceContext`), with an `image-pipeline.source` child per source step and
+    /// children for its decode and stores. A fetch answered synchronously from the rendered cache makes none.
     public var tracer: any Tracer {
         get { chosenTracer.withLock { $0 } ?? InstrumentationSystem.tracer }
         set { chosenTracer.withLock { $0 = newValue } }
