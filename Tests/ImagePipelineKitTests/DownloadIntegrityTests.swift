@@ -20,21 +20,21 @@ struct DownloadIntegrityTests {
             if let lastModified { headers.add(name: "Last-Modified", value: lastModified) }
             return DownloadResponse(statusCode: 206, headers: headers, url: partial.url, expectedContentLength: 200)
         }
-        #expect(SharedDownload.continues(partial, response("bytes 100-299/300")))
-        #expect(SharedDownload.continues(partial, response("bytes 100-299/*")))
-        #expect(SharedDownload.continues(partial, response("bytes 100-299/300", etag: nil)))
-        #expect(!SharedDownload.continues(partial, response("bytes 0-299/300")))
-        #expect(!SharedDownload.continues(partial, response("bytes 100-399/400")))
-        #expect(!SharedDownload.continues(partial, response("bytes 100-299/300", etag: "\"v2\"")))
-        #expect(!SharedDownload.continues(partial, response("bytes 100-299/300", lastModified: "Wed, 02 Sep 2026 10:00:00 GMT")))
+        #expect(partial.isContinued(by: response("bytes 100-299/300")))
+        #expect(partial.isContinued(by: response("bytes 100-299/*")))
+        #expect(partial.isContinued(by: response("bytes 100-299/300", etag: nil)))
+        #expect(!partial.isContinued(by: response("bytes 0-299/300")))
+        #expect(!partial.isContinued(by: response("bytes 100-399/400")))
+        #expect(!partial.isContinued(by: response("bytes 100-299/300", etag: "\"v2\"")))
+        #expect(!partial.isContinued(by: response("bytes 100-299/300", lastModified: "Wed, 02 Sep 2026 10:00:00 GMT")))
     }
 
     @Test("A resume's If-Range is a strong ETag, else a Last-Modified that is an HTTP-date, else there is no resume")
     func ifRangeValidator() {
         func validator(etag: String?, lastModified: String?) -> String? {
-            SharedDownload.ifRangeValidator(of: PartialImageData(
+            PartialImageData(
                 data: Data(count: 100), url: URL(string: "http://x/a.jpg")!, dimensions: nil, expectedByteCount: 300,
-                lastModified: lastModified, entityTag: etag))
+                lastModified: lastModified, entityTag: etag).ifRangeValidator
         }
         let date = "Tue, 01 Sep 2026 10:00:00 GMT"
         #expect(validator(etag: "\"v1\"", lastModified: date) == "\"v1\"")

@@ -112,12 +112,12 @@ struct FuzzRegressionTests {
             headers.add(name: "Content-Range", value: first)
             headers.add(name: "Location", value: first)
             let response = DownloadResponse(statusCode: 206, headers: headers, url: base, expectedContentLength: nil)
-            _ = SharedDownload.rangeStart(of: response)
-            _ = SharedDownload.rangeTotal(of: response)
+            _ = response.contentRangeStart
+            _ = response.contentRangeTotal
             // A resume never sends a weak ETag as If-Range, even one the server also sent as Last-Modified.
             let partial = PartialImageData(data: Data([0xFF, 0xD8]), url: base, dimensions: nil, expectedByteCount: 100,
                                            lastModified: headers["Last-Modified"], entityTag: headers["ETag"])
-            if let validator = SharedDownload.ifRangeValidator(of: partial) {
+            if let validator = partial.ifRangeValidator {
                 #expect(!validator.hasPrefix("W/"), "\(file.lastPathComponent): If-Range \(validator)")
             }
             if let location = DownloadRedirectPolicy.redirectLocation(statusCode: 302, headers: headers) {

@@ -37,13 +37,13 @@ public func fuzzHTTPValues(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> Int3
 
     let url = URL(string: "https://images.example.com/a/b.jpg?w=100")!
     let response = DownloadResponse(statusCode: status, headers: headers, url: url, expectedContentLength: nil)
-    _ = SharedDownload.rangeStart(of: response)
-    _ = SharedDownload.rangeTotal(of: response)
+    _ = response.contentRangeStart
+    _ = response.contentRangeTotal
     checkRedirect(status: status, headers: headers, from: url)
 
     let partial = PartialImageData(data: Data([0xFF, 0xD8]), url: url, dimensions: nil, expectedByteCount: 100,
                                    lastModified: headers["Last-Modified"], entityTag: headers["ETag"])
-    if let validator = SharedDownload.ifRangeValidator(of: partial), validator == partial.entityTag,
+    if let validator = partial.ifRangeValidator, validator == partial.entityTag,
        validator.hasPrefix("W/") {
         fatalError("a weak ETag may not validate a range: \(validator)")
     }

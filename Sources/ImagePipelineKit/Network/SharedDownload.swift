@@ -160,11 +160,11 @@ final class SharedDownload: @unchecked Sendable {
             phase = .running
             download.priority = priority
             resuming = nil
-            if let continuation, let validator = Self.ifRangeValidator(of: continuation) {
+            if let continuation, let validator = continuation.ifRangeValidator {
                 // Continuing after a suspension: the fetches have these bytes already.
                 download.headers.replaceOrAdd(name: "Range", value: "bytes=\(continuation.data.count)-")
                 download.headers.replaceOrAdd(name: "If-Range", value: validator)
-            } else if let partial = request.partial, !partial.data.isEmpty, let validator = Self.ifRangeValidator(of: partial) {
+            } else if let partial = request.partial, !partial.data.isEmpty, let validator = partial.ifRangeValidator {
                 download.headers.replaceOrAdd(name: "Range", value: "bytes=\(partial.data.count)-")
                 download.headers.replaceOrAdd(name: "If-Range", value: validator)
                 resuming = partial
@@ -183,15 +183,6 @@ final class SharedDownload: @unchecked Sendable {
         task = coordinator.downloader.startDownload(download, delegate: relay)
     }
 
-    /// The `If-Range` value for a partial: a strong ETag (TIP never used one), else Last-Modified when it is an
-    /// HTTP-date. `If-Range` holds an entity tag or a date, so a server reads any other text it is sent as a tag:
-    /// a `Last-Modified` of `"v2"` would then validate a range of whichever version has that ETag.
-    static func ifRangeValidator(of partial: PartialImageData) -> String? {
-        if let tag = partial.entityTag, !tag.hasPrefix("W/"), !tag.isEmpty { return tag }
-        if let date = partial.lastModified, HTTPDate.parse(date) != nil { return date }
-        return nil
-    }
-
     // MARK: - Downloader events (relayed onto the queue)
 
     func _queue_didReceive(_ response: DownloadResponse, attempt: Int, request: DownloadRequest) {
@@ -200,10 +191,10 @@ final class SharedDownload: @unchecked Sendable {
         if let continuation { return _queue_continue(continuation, answeredBy: response) }
         if let partial = resuming {
             switch response.statusCode {
-            case 206 where Self.continues(partial, response):
+            case 206 where partial.isContinued(by: response):
                 bytes = partial.data
                 wasResumed = true
-                expectedByteCount = Self.rangeTotal(of: response) ?? partial.expectedByteCount
+                expectedByteCount = response.contentRangeTotal ?? partial.expectedByteCount
             case 206, 416:
                 // The server does not continue where we stopped, or continues another version of the file, or
                 // cannot: drop the partial and ask for the whole image once.
@@ -342,9 +333,9 @@ final class SharedDownload: @unchecked Sendable {
     private func _queue_continue(_ continuation: PartialImageData, answeredBy answer: DownloadResponse) {
         self.continuation = nil
         switch answer.statusCode {
-        case 206 where Self.continues(continuation, answer):
+        case 206 where continuation.isContinued(by: answer):
             return
-        case 200 where Self.isSameVersion(continuation, answer):
+        case 200 where continuation.isSameVersion(as: answer):
             bytesToSkip = continuation.data.count
             return
         default:
@@ -354,13 +345,6 @@ final class SharedDownload: @unchecked Sendable {
             let error = DownloadError.transport(description: "the image changed while its download was suspended")
             for attachment in fetches { _queue_deliver(.failure(.download(error), partial: nil), to: attachment) }
         }
-    }
-
-    /// Whether a whole-image answer is the version a partial holds: it carries the partial's validators.
-    private static func isSameVersion(_ partial: PartialImageData, _ response: DownloadResponse) -> Bool {
-        if let kept = partial.entityTag { return response.headers["ETag"] == kept }
-        if let kept = partial.lastModified { return response.headers["Last-Modified"] == kept }
-        return false
     }
 
     // MARK: - Ending
@@ -390,31 +374,8 @@ final class SharedDownload: @unchecked Sendable {
             data: bytes, url: request.url, dimensions: request.partial?.dimensions, expectedByteCount: expected,
             lastModified: response.headers["Last-Modified"] ?? (wasResumed ? request.partial?.lastModified : nil),
             entityTag: response.headers["ETag"] ?? (wasResumed ? request.partial?.entityTag : nil))
-        return acceptsRanges && Self.ifRangeValidator(of: partial) != nil ? partial : nil
+        return acceptsRanges && partial.ifRangeValidator != nil ? partial : nil
     }
 
     private static func isImageStatus(_ status: Int) -> Bool { status == 200 || status == 206 }
-
-    /// Whether a `206` continues `partial`: it starts where the partial stops, declares the partial's total,
-    /// and any validator it sends is the partial's. A server that ignores `If-Range` can send a range of a file
-    /// that changed since; appending it would splice two different images into one.
-    static func continues(_ partial: PartialImageData, _ response: DownloadResponse) -> Bool {
-        guard rangeStart(of: response) == partial.data.count else { return false }
-        if let total = rangeTotal(of: response), total != partial.expectedByteCount { return false }
-        if let tag = response.headers["ETag"], let kept = partial.entityTag, tag != kept { return false }
-        if let date = response.headers["Last-Modified"], let kept = partial.lastModified, date != kept { return false }
-        return true
-    }
-
-    /// `N` of `Content-Range: bytes N-M/T`.
-    static func rangeStart(of response: DownloadResponse) -> Int? {
-        guard let range = response.headers["Content-Range"], range.lowercased().hasPrefix("bytes ") else { return nil }
-        return Int(range.dropFirst(6).prefix { $0 != "-" })
-    }
-
-    /// `T` of `Content-Range: bytes N-M/T` (`nil` for `*`).
-    static func rangeTotal(of response: DownloadResponse) -> Int? {
-        guard let range = response.headers["Content-Range"], let slash = range.lastIndex(of: "/") else { return nil }
-        return Int(range[range.index(after: slash)...])
-    }
 }
