@@ -58,6 +58,8 @@ CATEGORIES = [
     ("libdispatch: queues and wake-ups", ["libdispatch", "^_dispatch_", "^dispatch_"]),
 ]
 OTHER = "other: kernel, allocator, runtime"
+# The executable whose frames are the project's code (libraries it links statically included).
+OWN_CODE = "sample-cli"
 
 
 def category(thread, frames):
@@ -103,10 +105,6 @@ def print_paths(samples, name, per_image):
     print(f"\n{name}, in the pipeline: the innermost frame of the project's own code, microseconds per image")
     for path, count in paths.most_common(20):
         print(f"{per_image(count):8.1f}  {path[:100]}")
-
-
-# The executable whose frames are the project's code (libraries it links statically included).
-OWN_CODE = "sample-cli"
 
 
 def main():

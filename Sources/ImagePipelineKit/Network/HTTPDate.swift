@@ -45,26 +45,15 @@ public enum HTTPDate {
         default:
             return nil
         }
-        // Four digits at most, as every form has them: a server's longer year would not fit `tm_year` (a trap).
-        guard let day, let monthName, let year, let clock, (0...9999).contains(year),
-              let month = months.firstIndex(of: monthName), (1...31).contains(day)
-        else { return nil }
+        guard let day, let monthName, let year, let clock, let month = months.firstIndex(of: monthName) else { return nil }
         let time = clock.split(separator: ":").compactMap { Int($0) }
-        guard time.count == 3, (0...23).contains(time[0]), (0...59).contains(time[1]), (0...60).contains(time[2])
-        else { return nil }
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(time[0])
-        parts.tm_min = Int32(time[1])
-        parts.tm_sec = Int32(time[2])
-        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+        guard time.count == 3 else { return nil }
+        return date(year: year, month: month, day: day, hour: time[0], minute: time[1], second: time[2])
     }
 
     /// IMF-fixdate read in place, the form nearly every response's `Date` has (`Sun, 06 Nov 1994 08:49:37 GMT`,
     /// 29 bytes whose separators have fixed places), without splitting it into strings. `nil` for any other
-    /// text, which `parseFields` reads; for this form both give the same date.
+    /// text, which `parseFields` reads; both end in the same range checks and conversion.
     static func parseFixdate(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count == 29, bytes[3] == UInt8(ascii: ","),
@@ -79,22 +68,24 @@ public enum HTTPDate {
         }
         guard let day = number(5..<7), let year = number(12..<16), let hour = number(17..<19),
               let minute = number(20..<22), let second = number(23..<25),
-              let month = months.firstIndex(where: { $0.utf8.elementsEqual(bytes[8..<11]) }),
-              (1...31).contains(day), hour <= 23, minute <= 59, second <= 60
+              let month = months.firstIndex(where: { $0.utf8.elementsEqual(bytes[8..<11]) })
         else { return nil }
-        let days = daysSinceEpoch(year: year, month: month + 1, day: day)
-        return Date(timeIntervalSince1970: TimeInterval(((days * 24 + hour) * 60 + minute) * 60 + second))
+        return date(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
     }
 
-    /// Days from 1970-01-01 to a day of the proleptic Gregorian calendar, counted as `timegm` counts them (a
-    /// day past its month's end runs into the next month).
-    private static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
-        // Years start in March here, so that a leap day is the last day of its year.
-        let year = month <= 2 ? year - 1 : year
-        let era = (year >= 0 ? year : year - 399) / 400
-        let yearOfEra = year - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+    /// The instant of a date and time in GMT (`month` from 0), when each part is in its range. Four digits of
+    /// year at most, as every form has them: a server's longer year would not fit `tm_year` (a trap).
+    private static func date(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Date? {
+        guard (0...9999).contains(year), (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute),
+              (0...60).contains(second)
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
     }
 }
