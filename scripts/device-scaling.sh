@@ -27,8 +27,6 @@ report=/dev/null
 if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && report=$OUT/scaling.txt; fi
 {
     echo "machine: $cores cores, $(uname -srm)"
-    # Without pinning the one-core rounds use every core; their anchor (one decoding thread) is still right.
-    taskset -c 0 true 2>/dev/null || echo "note: taskset cannot pin threads here; the 1-core rounds ran on every core"
     CLI=$PACK/run CORES="1 $cores" ROUNDS=${ROUNDS:-3} IMAGES=${IMAGES:-3000} PAUSE=0 \
         scripts/bench-pipeline-scaling.sh 2>&1
 } | tee "$report"

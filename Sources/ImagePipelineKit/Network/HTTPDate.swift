@@ -55,7 +55,12 @@ public enum HTTPDate {
     /// 29 bytes whose separators have fixed places), without splitting it into strings. `nil` for any other
     /// text, which `parseFields` reads; both end in the same range checks and conversion.
     static func parseFixdate(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
+        // The string's own UTF-8, not a copy: this runs for every response that has a date.
+        var text = text
+        return text.withUTF8 { parseFixdate(bytes: $0) }
+    }
+
+    private static func parseFixdate(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         guard bytes.count == 29, bytes[3] == UInt8(ascii: ","),
               [4, 7, 11, 16, 25].allSatisfy({ bytes[$0] == UInt8(ascii: " ") }),
               bytes[19] == UInt8(ascii: ":"), bytes[22] == UInt8(ascii: ":"), bytes[26...].elementsEqual("GMT".utf8),
