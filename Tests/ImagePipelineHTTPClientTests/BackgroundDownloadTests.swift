@@ -13,8 +13,11 @@ struct BackgroundDownloadTests {
     func suspendedAndContinued(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
             h.server.setAsset(h.image, at: "/fg.jpg", contentType: "image/jpeg")
-            // Slow enough that the foreground load comes while the background one is mid-body.
+            // Slow, and the first response stops sending after 24 kB until the client leaves: the background
+            // transfer is still mid-body when the foreground load comes, however late a loaded machine lets the
+            // suspension land (the origin could otherwise finish sending first and record no departure).
             h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
+            h.server.setFaults([.stallAfterBytes(24_000)], for: "/a.jpg", count: 1)
             let background = h.load(h.request("/a.jpg"), priority: .veryLow)
             #expect(try await eventually { (background.totals.last ?? 0) > 8_000 })
 
