@@ -23,7 +23,9 @@ struct HostileOriginProcessTests {
         try await Self.withOrigin { server, root in
             let original = Fixtures.rocketJPEG
             server.setAsset(original, at: "/a.jpg", contentType: "image/jpeg")
-            server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: "/a.jpg")   // the cancel lands mid-body
+            // The first response stops after 60 kB until the client leaves: the cancel at 30 kB lands mid-body.
+            server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: "/a.jpg")
+            server.setFaults([.stallAfterBytes(60_000)], for: "/a.jpg", count: 1)
             let url = server.url(for: "/a.jpg").absoluteString
             let common = ["--cache-dir", root.path, "--pipeline", "splice", "--json"]
             let first = try await SampleCLIBinary.run(["fetch", url, "--cancel-after-bytes", "30000"] + common)
