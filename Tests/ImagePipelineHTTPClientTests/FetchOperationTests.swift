@@ -285,7 +285,9 @@ struct FetchOperationTests {
     @Test("Scenario 38: releasing the delegate during the download cancels the fetch; discarding it lets the fetch finish", arguments: CoordinatorDownloader.allCases)
     func delegateLifetime(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
+            // The first response stops after 24 kB until the client leaves: the delegate goes mid-download.
             h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
+            h.server.setFaults([.stallAfterBytes(24_000)], for: "/a.jpg", count: 1)
             var delegate: RecordingFetchDelegate? = RecordingFetchDelegate()
             let operation = h.pipeline.operation(with: h.request(), delegate: delegate)
             h.pipeline.fetchImage(with: operation)

@@ -55,6 +55,8 @@ struct ImageViewFetchHelperTests {
             let image = h.image
             h.server.setAsset(image, at: "/slow.jpg", contentType: "image/jpeg")
             h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/slow.jpg")
+            // The first response stops after 24 kB until the client leaves: the view disappears mid-body.
+            h.server.setFaults([.stallAfterBytes(24_000)], for: "/slow.jpg", count: 1)
             let slow = h.server.url(for: "/slow.jpg")
 
             let (cancelling, _) = Self.helper(h, side: 64, .cancelImageFetch)
