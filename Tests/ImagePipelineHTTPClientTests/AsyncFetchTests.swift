@@ -81,9 +81,7 @@ struct AsyncFetchTests {
     @Test("Cancelling the task cancels the fetch: image(for:) throws cancelled and the server sees the client go away", arguments: CoordinatorDownloader.allCases)
     func taskCancellation(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            // The response stops after 24 kB until the client leaves: the cancel lands mid-body.
-            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
-            h.server.setFaults([.stallAfterBytes(24_000)], for: "/a.jpg", count: 1)
+            h.server.stallNextResponse(to: "/a.jpg")
             let task = Task { try await h.pipeline.image(for: h.request()) }
             #expect(try await eventually { h.server.requestLog.first.map { $0.bytesSent > 0 } == true })
             task.cancel()
@@ -97,9 +95,7 @@ struct AsyncFetchTests {
     @Test("Leaving the events loop early cancels the fetch", arguments: CoordinatorDownloader.allCases)
     func leavingEarly(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            // The response stops after 24 kB until the client leaves: the loop is left mid-body.
-            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
-            h.server.setFaults([.stallAfterBytes(24_000)], for: "/a.jpg", count: 1)
+            h.server.stallNextResponse(to: "/a.jpg")
             let events = h.pipeline.events(for: h.request())
             for try await event in events {
                 if case .progress = event { break }

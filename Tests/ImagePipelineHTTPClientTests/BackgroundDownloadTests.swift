@@ -13,11 +13,8 @@ struct BackgroundDownloadTests {
     func suspendedAndContinued(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
             h.server.setAsset(h.image, at: "/fg.jpg", contentType: "image/jpeg")
-            // Slow, and the first response stops sending after 24 kB until the client leaves: the background
-            // transfer is still mid-body when the foreground load comes, however late a loaded machine lets the
-            // suspension land (the origin could otherwise finish sending first and record no departure).
-            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
-            h.server.setFaults([.stallAfterBytes(24_000)], for: "/a.jpg", count: 1)
+            // Still mid-body when the foreground load comes.
+            h.server.stallNextResponse(to: "/a.jpg")
             let background = h.load(h.request("/a.jpg"), priority: .veryLow)
             #expect(try await eventually { (background.totals.last ?? 0) > 8_000 })
 
@@ -51,10 +48,8 @@ struct BackgroundDownloadTests {
             // cache and answered at once with a 304.
             h.server.setAsset(h.image, at: "/a2.jpg", contentType: "image/jpeg")
             h.server.setAsset(h.image, at: "/bg2.jpg", contentType: "image/jpeg")
-            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a2.jpg")
-            // The second round's foreground response stops after 24 kB until the client leaves, so that it is
-            // still running when the checks below look, however slow the machine.
-            h.server.setFaults([.stallAfterBytes(24_000)], for: "/a2.jpg", count: 1)
+            // The second round's foreground download still runs when the checks below look.
+            h.server.stallNextResponse(to: "/a2.jpg")
             let foreground = h.load(h.request("/a.jpg"))
             #expect(try await eventually { h.server.requests(to: "/a.jpg").count == 1 })
             let background = h.load(h.request("/bg.jpg"), priority: .veryLow)

@@ -150,10 +150,7 @@ struct DownloadCoordinatorTests {
     @Test("Scenario 21: cancelled halfway over a shaped link, resumed with Range and If-Range: only the rest crosses the wire", arguments: CoordinatorDownloader.allCases)
     func resume(kind: CoordinatorDownloader) async throws {
         try await CoordinatorHarness.run(kind) { (h: CoordinatorHarness) async throws in
-            // Shaped (~2.8 s for the image), and the first response stalls at 60%: on a loaded machine the client
-            // can hear of the bytes after the whole body was sent (CI saw the server finish before the cancel).
-            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
-            h.server.setFaults([.stallAfterBytes(h.image.count * 6 / 10)], for: "/a.jpg", count: 1)
+            h.server.stallNextResponse(to: "/a.jpg", afterBytes: h.image.count * 6 / 10)
             let first = h.load(h.request(), cancelAfterBytes: h.image.count / 2)
             let partial = try #require(await first.outcome().partial)
             #expect(await first.outcome().isCancelled)

@@ -13,10 +13,7 @@ struct FetchCommandTests {
         let server = try await ImageOriginServer.start(port: 0)
         let image = try Data(contentsOf: CoordinatorHarness.imageURL)
         server.setAsset(image, at: "/a.jpg", contentType: "image/jpeg")
-        server.setShaping(OriginShaping(bytesPerSecond: 100_000))
-        // The first response stops after 60 kB until the client leaves: the cancel at 30 kB lands mid-body
-        // however late a busy machine lets it act.
-        server.setFaults([.stallAfterBytes(60_000)], for: "/a.jpg", count: 1)
+        server.stallNextResponse(to: "/a.jpg", afterBytes: 60_000, bytesPerSecond: 100_000)   // cancelled at 30 kB
         let cache = FileManager.default.temporaryDirectory.appendingPathComponent("ipk-cli-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let url = server.url(for: "/a.jpg").absoluteString

@@ -176,8 +176,7 @@ struct FetchHarness {
     /// network on a loaded machine (progress is what the fetch has processed, not what arrived). Returns once
     /// the fetch has ended, its partial image kept.
     func cancelHalfway(atProgress progress: Double = 0.3) async throws -> (RecordingFetchDelegate, FetchOperation) {
-        server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
-        server.setFaults([.stallAfterBytes(image.count * 6 / 10)], for: "/a.jpg", count: 1)
+        server.stallNextResponse(to: "/a.jpg", afterBytes: image.count * 6 / 10)
         let delegate = RecordingFetchDelegate()
         let operation = pipeline.operation(with: request(), delegate: delegate)
         pipeline.fetchImage(with: operation)
@@ -285,9 +284,7 @@ struct FetchOperationTests {
     @Test("Scenario 38: releasing the delegate during the download cancels the fetch; discarding it lets the fetch finish", arguments: CoordinatorDownloader.allCases)
     func delegateLifetime(kind: CoordinatorDownloader) async throws {
         try await FetchHarness.run(kind) { (h: FetchHarness) async throws in
-            // The first response stops after 24 kB until the client leaves: the delegate goes mid-download.
-            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/a.jpg")
-            h.server.setFaults([.stallAfterBytes(24_000)], for: "/a.jpg", count: 1)
+            h.server.stallNextResponse(to: "/a.jpg")
             var delegate: RecordingFetchDelegate? = RecordingFetchDelegate()
             let operation = h.pipeline.operation(with: h.request(), delegate: delegate)
             h.pipeline.fetchImage(with: operation)

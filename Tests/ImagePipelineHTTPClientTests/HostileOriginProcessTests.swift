@@ -23,9 +23,7 @@ struct HostileOriginProcessTests {
         try await Self.withOrigin { server, root in
             let original = Fixtures.rocketJPEG
             server.setAsset(original, at: "/a.jpg", contentType: "image/jpeg")
-            // The first response stops after 60 kB until the client leaves: the cancel at 30 kB lands mid-body.
-            server.setShaping(OriginShaping(bytesPerSecond: 100_000), for: "/a.jpg")
-            server.setFaults([.stallAfterBytes(60_000)], for: "/a.jpg", count: 1)
+            server.stallNextResponse(to: "/a.jpg", afterBytes: 60_000, bytesPerSecond: 100_000)   // cancelled at 30 kB
             let url = server.url(for: "/a.jpg").absoluteString
             let common = ["--cache-dir", root.path, "--pipeline", "splice", "--json"]
             let first = try await SampleCLIBinary.run(["fetch", url, "--cancel-after-bytes", "30000"] + common)

@@ -50,8 +50,7 @@ struct ImagePrefetcherTests {
     func stopCancels() async throws {
         try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
             let requests = Self.serveCopies(h, count: 2, bytesPerSecond: 40_000)
-            // The first prefetch's response stops after 24 kB until the client leaves: the stop lands mid-body.
-            h.server.setFaults([.stallAfterBytes(24_000)], for: "/p0.jpg", count: 1)
+            h.server.stallNextResponse(to: "/p0.jpg")   // the stop lands mid-body
             let prefetcher = ImagePrefetcher(pipeline: h.pipeline, maxConcurrentPrefetches: 1)
             prefetcher.startPrefetching(with: requests)
             #expect(try await eventually { (h.server.requests(to: "/p0.jpg").first?.bytesSent ?? 0) > 0 })

@@ -54,9 +54,7 @@ struct ImageViewFetchHelperTests {
         try await FetchHarness.run(.httpClient) { (h: FetchHarness) async throws in
             let image = h.image
             h.server.setAsset(image, at: "/slow.jpg", contentType: "image/jpeg")
-            h.server.setShaping(OriginShaping(bytesPerSecond: 40_000), for: "/slow.jpg")
-            // The first response stops after 24 kB until the client leaves: the view disappears mid-body.
-            h.server.setFaults([.stallAfterBytes(24_000)], for: "/slow.jpg", count: 1)
+            h.server.stallNextResponse(to: "/slow.jpg")   // the view disappears mid-body
             let slow = h.server.url(for: "/slow.jpg")
 
             let (cancelling, _) = Self.helper(h, side: 64, .cancelImageFetch)
