@@ -176,6 +176,8 @@ let package = Package(
             dependencies: [
                 "ImagePipelineHTTPClient", "ImagePipelineKit", "ImageOriginServer", "TestSupport", "PipelineLocking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

@@ -22,6 +22,10 @@ import Tracing
 ///
 /// AsyncHTTPClient has no per-request priority, so ``ImageDownloadTask/priority`` is recorded and otherwise
 /// ignored here.
+///
+/// Downloads start on a few of the client's event loops, a quarter of them by default (see
+/// ``eventLoopCount``): a download's network work is a small share of a fetch's CPU, and fewer loops wake fewer
+/// threads on cores that are busy decoding. A download started on one of the client's loops stays on it.
 public final class HTTPClientDownloader: ImageDownloader {
     /// The client requests go through.
     public let client: HTTPClient
@@ -29,6 +33,10 @@ public final class HTTPClientDownloader: ImageDownloader {
     public let userAgent: String?
     private let ownsClient: Bool
     private let isShutDown = Locked(false)
+    private let loops: DownloadEventLoops
+
+    /// How many of the client's event loops downloads start on, the first ones of its group.
+    public var eventLoopCount: Int { loops.count }
 
     /// A downloader that owns a new client made from `configuration` (``defaultConfiguration()`` unless given).
     /// Its `redirectConfiguration` is replaced by `.disallow`: this downloader follows redirects itself.
@@ -37,13 +45,16 @@ public final class HTTPClientDownloader: ImageDownloader {
     /// - Parameters:
     ///   - configuration: the owned client's configuration.
     ///   - userAgent: sent as `User-Agent` unless a request sets its own; `nil` sends none.
+    ///   - eventLoopCount: how many of the client's event loops downloads start on; `nil`: a quarter of them,
+    ///     at least one.
     public init(configuration: HTTPClient.Configuration = HTTPClientDownloader.defaultConfiguration(),
-                userAgent: String? = DownloadHeaders.defaultUserAgent) {
+                userAgent: String? = DownloadHeaders.defaultUserAgent, eventLoopCount: Int? = nil) {
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.userAgent = userAgent
         ownsClient = true
+        loops = DownloadEventLoops(group: client.eventLoopGroup, count: eventLoopCount)
     }
 
     /// A downloader on a client someone else owns (and shuts down). Configure it with
@@ -53,10 +64,13 @@ public final class HTTPClientDownloader: ImageDownloader {
     /// - Parameters:
     ///   - client: the client requests go through.
     ///   - userAgent: sent as `User-Agent` unless a request sets its own; `nil` sends none.
-    public init(client: HTTPClient, userAgent: String? = DownloadHeaders.defaultUserAgent) {
+    ///   - eventLoopCount: how many of the client's event loops downloads start on; `nil`: a quarter of them,
+    ///     at least one.
+    public init(client: HTTPClient, userAgent: String? = DownloadHeaders.defaultUserAgent, eventLoopCount: Int? = nil) {
         self.client = client
         self.userAgent = userAgent
         ownsClient = false
+        loops = DownloadEventLoops(group: client.eventLoopGroup, count: eventLoopCount)
     }
 
     /// The configuration an owned client gets by default: automatic HTTP version (HTTP/2 when TLS offers it),
@@ -111,7 +125,8 @@ public final class HTTPClientDownloader: ImageDownloader {
 
     /// Starts `request`; see ``ImageDownloader/startDownload(_:delegate:)``.
     public func startDownload(_ request: DownloadRequest, delegate: any ImageDownloadDelegate) -> any ImageDownloadTask {
-        let task = HTTPClientImageDownloadTask(request: request, delegate: delegate, client: client, userAgent: userAgent)
+        let task = HTTPClientImageDownloadTask(request: request, delegate: delegate, client: client, loops: loops,
+                                               userAgent: userAgent)
         task.start()
         return task
     }

@@ -13,6 +13,7 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
     let request: DownloadRequest
     let delivery: DownloadDelivery
     private let client: HTTPClient
+    private let loops: DownloadEventLoops
     private let userAgent: String?
     private let state: Locked<State>
 
@@ -24,9 +25,11 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
         var redirectsFollowed = 0
     }
 
-    init(request: DownloadRequest, delegate: any ImageDownloadDelegate, client: HTTPClient, userAgent: String?) {
+    init(request: DownloadRequest, delegate: any ImageDownloadDelegate, client: HTTPClient, loops: DownloadEventLoops,
+         userAgent: String?) {
         self.request = request
         self.client = client
+        self.loops = loops
         self.userAgent = userAgent
         // The delegate is called on the event loop that reads the response when nothing else is delivering:
         // a hop to another thread per event was most of what a download over a fast local link cost.
@@ -60,7 +63,7 @@ final class HTTPClientImageDownloadTask: ImageDownloadTask {
             // connection's idle timer and the request's write run in place. Started from any other thread, each
             // of those is a task sent to a loop, and each wakes it (about two wake-ups a download, against one
             // for this hop).
-            let loop = client.eventLoopGroup.any()
+            let loop = loops.next()
             guard !loop.inEventLoop else { return startHop(url: request.url, headers: request.headers) }
             loop.execute { [self] in startHop(url: request.url, headers: request.headers) }
         }
