@@ -25,7 +25,7 @@ import Tracing
 ///
 /// Downloads start on a few of the client's event loops, a quarter of them by default (see
 /// ``eventLoopCount``): a download's network work is a small share of a fetch's CPU, and fewer loops wake fewer
-/// threads on cores that are busy decoding. A download started on one of the client's loops stays on it. A
+/// threads on cores that are busy decoding. A download started from one of the client's loops starts on it. A
 /// program that downloads many images at once without decoding them (a proxy, a mirror) gets more bytes a second
 /// from every loop: pass the group's loop count as `eventLoopCount`.
 public final class HTTPClientDownloader: ImageDownloader {
