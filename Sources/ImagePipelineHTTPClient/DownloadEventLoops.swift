@@ -1,5 +1,4 @@
 import NIOCore
-import NIOPosix
 import Synchronization
 
 /// The event loops of an ``HTTPClientDownloader``'s client that its downloads start on: the first few of the
@@ -11,15 +10,16 @@ import Synchronization
 /// for a core and pushes a decode off one. Kept to a quarter of the loops, the same work wakes fewer threads
 /// and still leaves each loop most of its time idle.
 final class DownloadEventLoops: Sendable {
-    private let allLoops: [any EventLoop]
+    private let group: any EventLoopGroup
     private let loops: [any EventLoop]
     private let turn = Atomic<UInt>(0)
 
     /// The first `count` loops of `group` (all of them when it has fewer; at least one); `nil`: a quarter of
     /// them.
     init(group: any EventLoopGroup, count: Int?) {
-        allLoops = Array(group.makeIterator())
-        loops = Array(allLoops.prefix(max(1, count ?? allLoops.count / 4)))
+        self.group = group
+        let all = Array(group.makeIterator())
+        loops = Array(all.prefix(max(1, count ?? all.count / 4)))
     }
 
     /// How many loops downloads start on.
@@ -28,9 +28,9 @@ final class DownloadEventLoops: Sendable {
     /// The loop the next download starts on: the calling thread's, when it is one of the group's loops (the
     /// download then starts in place, with no hop), else the next of ``count`` in turn.
     func next() -> any EventLoop {
-        if let current = MultiThreadedEventLoopGroup.currentEventLoop, allLoops.contains(where: { $0 === current }) {
-            return current
-        }
+        // The group's `any()` is the calling thread's loop when it is one of the group's.
+        let current = group.any()
+        if current.inEventLoop { return current }
         let turn = turn.wrappingAdd(1, ordering: .relaxed).oldValue
         return loops[Int(turn % UInt(loops.count))]
     }
