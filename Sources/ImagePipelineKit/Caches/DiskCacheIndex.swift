@@ -74,10 +74,14 @@ final class DiskCacheIndex {
     }
 
     private let database: SQLiteDatabase
+    /// Copies the log back into the index off the writes' lock.
+    private let checkpointer: WALCheckpointer
 
     /// Opens (creating) the index at `path`; an index of an earlier schema gains the newer columns.
     init(path: String) throws(DiskCacheError) {
         database = try SQLiteDatabase(path: path)
+        checkpointer = WALCheckpointer(path: path)
+        database.checkpointInBackground(with: checkpointer)
         try database.execute("""
             CREATE TABLE IF NOT EXISTS entries (
                 identifier TEXT NOT NULL, partial INTEGER NOT NULL, file TEXT NOT NULL, inode INTEGER NOT NULL,
@@ -89,6 +93,11 @@ final class DiskCacheIndex {
             CREATE INDEX IF NOT EXISTS entries_by_file ON entries (file);
             """)
         try DiskCacheIndexSchema.migrate(database)
+    }
+
+    deinit {
+        // Before the writer's connection closes: the last connection to close copies the log back and removes it.
+        checkpointer.close()
     }
 
     /// Bytes and rows of the whole index.

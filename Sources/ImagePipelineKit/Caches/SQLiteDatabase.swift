@@ -22,6 +22,9 @@ public enum DiskCacheError: Error, Hashable, Sendable, CustomStringConvertible {
 final class SQLiteDatabase {
     private var handle: OpaquePointer?
     private var statements: [String: Statement] = [:]
+    /// Where commits go to ask for checkpoints; kept here, since SQLite holds an unretained pointer to it for
+    /// as long as the connection is open.
+    private var checkpointer: WALCheckpointer?
 
     /// Opens (creating) the database at `path` in WAL mode: readers never block the writer, and a crash
     /// leaves the last committed transaction intact.
@@ -42,6 +45,19 @@ final class SQLiteDatabase {
     deinit {
         statements.values.forEach { $0.finalize() }
         sqlite3_close(handle)
+    }
+
+    /// Hands this connection's checkpoints to `checkpointer` (see ``WALCheckpointer``) in place of SQLite's own
+    /// rule, which checkpoints inside the commit that fills the log.
+    func checkpointInBackground(with checkpointer: WALCheckpointer) {
+        self.checkpointer = checkpointer
+        sqlite3_wal_hook(handle, { context, connection, _, pages in
+            guard let context else { return SQLITE_OK }
+            if Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(pagesInLog: Int(pages)) {
+                _ = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(checkpointer).toOpaque())
     }
 
     func execute(_ sql: String) throws(DiskCacheError) {
