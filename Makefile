@@ -34,7 +34,7 @@ test: deps
 stress-tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread -Xswiftc -DTSAN_VISIBLE_LOCKS --scratch-path .build-tsan
 	$(SWIFT) test --skip-build --sanitize=thread -Xswiftc -DTSAN_VISIBLE_LOCKS --scratch-path .build-tsan --disable-xctest --no-parallel \
-		--filter 'FetchStressTests|FetchOperationTests|DownloadCoordinatorTests|AsyncFetchTests|ImageViewFetchHelperTests|WaitingFetchesTests|RenditionTableTierTests|DecodeInterruptionTests|SharedDecodesTests|StoredImageWatchersTests|DelegateQueueDiagnosticsTests|ProcessingSlotsTests|FetchQueueTargetTests|DownloadFanOutTests|DecodeMemoryBudgetTests'
+		--filter 'FetchStressTests|FetchOperationTests|DownloadCoordinatorTests|AsyncFetchTests|ImageViewFetchHelperTests|WaitingFetchesTests|RenditionTableTierTests|DecodeInterruptionTests|SharedDecodesTests|StoredImageWatchersTests|DelegateQueueDiagnosticsTests|ProcessingSlotsTests|FetchQueueTargetTests|DownloadFanOutTests|DecodeMemoryBudgetTests|WALCheckpointerTests|DiskCacheConcurrencyTests'
 
 # Coverage-guided fuzzing (libFuzzer with AddressSanitizer) of every decoder, the incremental sessions and the
 # downloaders' header parsing: each target for FUZZ_SECONDS, one after another; FUZZ_TARGETS picks some (e.g.
