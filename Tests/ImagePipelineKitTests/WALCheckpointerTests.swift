@@ -5,11 +5,12 @@ import Testing
 
 @Suite("The disk index's checkpoints, off the committing thread")
 struct WALCheckpointerTests {
-    private struct Fixture {
+    private final class Fixture {
         let directory: String
         let database: SQLiteDatabase
         let checkpointer: WALCheckpointer
-        let queue: DispatchQueue
+        private let queue: DispatchQueue
+        private var suspended = true
 
         /// A database whose checkpoints go to a checkpointer on a queue that is suspended until the test
         /// resumes it.
@@ -47,7 +48,21 @@ struct WALCheckpointerTests {
             }
         }
 
+        func resumeQueue() {
+            if suspended { queue.resume() }
+            suspended = false
+        }
+
+        func suspendQueue() {
+            if !suspended { queue.suspend() }
+            suspended = true
+        }
+
+        /// Lets the queue run (libdispatch must not release a suspended queue), closes the checkpointer and
+        /// removes the files, whether or not the test got to its end.
         func remove() {
+            resumeQueue()
+            checkpointer.close()
             try? FileManager.default.removeItem(atPath: directory)
         }
     }
@@ -61,14 +76,13 @@ struct WALCheckpointerTests {
         // The log is past 20 pages, and the queue has not run: nothing was copied by the commits themselves.
         #expect(try fixture.rowsCopiedIntoTheDatabaseFile() == 0)
 
-        fixture.queue.resume()
+        fixture.resumeQueue()
         fixture.checkpointer.waitUntilIdle()
         #expect(try fixture.rowsCopiedIntoTheDatabaseFile() == 40)
 
         // With every page copied, the next commit starts the log again: its row is in the new log only.
         try fixture.insert(1)
         #expect(try fixture.rowsCopiedIntoTheDatabaseFile() == 40)
-        fixture.checkpointer.close()
     }
 
     @Test("What was committed after the queue's copy began is copied by the next commit, so that the log can start again")
@@ -83,17 +97,15 @@ struct WALCheckpointerTests {
         try reader.execute("BEGIN")
         _ = try reader.query("SELECT COUNT(*) FROM t") { statement throws(DiskCacheError) in try statement.step() }
         try fixture.insert(20)
-        fixture.queue.resume()
+        fixture.resumeQueue()
         fixture.checkpointer.waitUntilIdle()
         #expect(try fixture.rowsCopiedIntoTheDatabaseFile() < 40)
 
         // With the queue stopped again, only the commit itself can copy the rest.
-        fixture.queue.suspend()
+        fixture.suspendQueue()
         try reader.execute("COMMIT")
         try fixture.insert(1)
         #expect(try fixture.rowsCopiedIntoTheDatabaseFile() == 41)
-        fixture.queue.resume()
-        fixture.checkpointer.close()
     }
 
     @Test("When the queue falls behind, the commit that takes the log past the second limit checkpoints in place")
@@ -107,16 +119,13 @@ struct WALCheckpointerTests {
         try fixture.insert(90)
         let copied = try fixture.rowsCopiedIntoTheDatabaseFile()
         #expect(copied > 30 && copied < 120)
-
-        fixture.queue.resume()
-        fixture.checkpointer.close()
     }
 
     @Test("Once closed, the checkpointer neither runs nor asks for a checkpoint")
     func closedCheckpointerDoesNothing() throws {
         let fixture = try Fixture(pagesBeforeCheckpoint: 20, pagesBeforeCommitCheckpoint: 100)
         defer { fixture.remove() }
-        fixture.queue.resume()
+        fixture.resumeQueue()
         fixture.checkpointer.close()
 
         #expect(fixture.checkpointer.committed(pagesInLog: 10_000) == false)
