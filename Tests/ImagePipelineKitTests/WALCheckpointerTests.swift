@@ -121,16 +121,16 @@ struct WALCheckpointerTests {
         #expect(copied > 30 && copied < 120)
     }
 
-    @Test("Once closed, the checkpointer neither runs nor asks for a checkpoint")
-    func closedCheckpointerDoesNothing() throws {
+    @Test("Once closed, the checkpointer runs nothing more, and commits checkpoint in place as SQLite would")
+    func closedCheckpointerLeavesCheckpointsToTheCommits() throws {
         let fixture = try Fixture(pagesBeforeCheckpoint: 20, pagesBeforeCommitCheckpoint: 100)
         defer { fixture.remove() }
         fixture.resumeQueue()
         fixture.checkpointer.close()
 
-        #expect(fixture.checkpointer.committed(pagesInLog: 10_000) == false)
+        #expect(fixture.checkpointer.committed(pagesInLog: 19) == false)
+        #expect(fixture.checkpointer.committed(pagesInLog: 20) == true)
         try fixture.insert(40)
-        fixture.checkpointer.waitUntilIdle()
-        #expect(try fixture.rowsCopiedIntoTheDatabaseFile() == 0)
+        #expect(try fixture.rowsCopiedIntoTheDatabaseFile() > 0)
     }
 }

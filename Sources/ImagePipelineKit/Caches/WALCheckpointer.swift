@@ -55,8 +55,7 @@ final class WALCheckpointer: @unchecked Sendable {
     /// commit must checkpoint in place.
     func committed(pagesInLog pages: Int) -> Bool {
         let (schedule, inPlace) = state.withLock { state -> (Bool, Bool) in
-            guard !state.closed else { return (false, false) }
-            if state.unavailable { return (false, pages >= pagesBeforeCheckpoint) }
+            if state.closed || state.unavailable { return (false, pages >= pagesBeforeCheckpoint) }
             if pages < state.copiedThrough { state.copiedThrough = 0 }
             let tailLeft = state.copiedThrough > 0 && pages > state.copiedThrough && !state.scheduled
             if tailLeft || pages >= pagesBeforeCommitCheckpoint {
@@ -71,7 +70,8 @@ final class WALCheckpointer: @unchecked Sendable {
         return inPlace
     }
 
-    /// Closes the queue's connection, after the checkpoint running on it if any; no checkpoint runs after.
+    /// Closes the queue's connection, after the checkpoint running on it if any; commits after it checkpoint in
+    /// place, as SQLite would.
     func close() {
         queue.sync {
             state.withLock { $0.closed = true }
