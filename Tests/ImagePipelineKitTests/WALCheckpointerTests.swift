@@ -53,6 +53,12 @@ struct WALCheckpointerTests {
             suspended = false
         }
 
+        /// Lets the queue run, and waits until the checkpoints it was asked for are over.
+        func runAskedCheckpoints() {
+            resumeQueue()
+            queue.sync {}
+        }
+
         func suspendQueue() {
             if !suspended { queue.suspend() }
             suspended = true
@@ -76,8 +82,7 @@ struct WALCheckpointerTests {
         // The log is past 20 pages, and the queue has not run: nothing was copied by the commits themselves.
         #expect(try fixture.rowsCopiedIntoTheDatabaseFile() == 0)
 
-        fixture.resumeQueue()
-        fixture.checkpointer.waitUntilIdle()
+        fixture.runAskedCheckpoints()
         #expect(try fixture.rowsCopiedIntoTheDatabaseFile() == 40)
 
         // With every page copied, the next commit starts the log again: its row is in the new log only.
@@ -97,8 +102,7 @@ struct WALCheckpointerTests {
         try reader.execute("BEGIN")
         _ = try reader.query("SELECT COUNT(*) FROM t") { statement throws(DiskCacheError) in try statement.step() }
         try fixture.insert(20)
-        fixture.resumeQueue()
-        fixture.checkpointer.waitUntilIdle()
+        fixture.runAskedCheckpoints()
         #expect(try fixture.rowsCopiedIntoTheDatabaseFile() < 40)
 
         // With the queue stopped again, only the commit itself can copy the rest.

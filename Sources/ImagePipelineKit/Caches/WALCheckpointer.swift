@@ -80,11 +80,6 @@ final class WALCheckpointer: @unchecked Sendable {
         }
     }
 
-    /// Waits until the checkpoints asked for so far are over.
-    func waitUntilIdle() {
-        queue.sync {}
-    }
-
     private func _checkpointQueue_checkpoint() {
         // The flag drops only once the checkpoint is over, so commits meanwhile do not queue more of them; the
         // first commit after it asks again if the log is still long (frames committed during the copy).
