@@ -37,12 +37,12 @@ struct WALCheckpointerTests {
             try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
             try FileManager.default.copyItem(atPath: directory + "/test.sqlite", toPath: copy + "/test.sqlite")
             let alone = try SQLiteDatabase(path: copy + "/test.sqlite")
-            let tableExists = try alone.query("SELECT COUNT(*) FROM sqlite_master WHERE name = 't'") { statement throws(DiskCacheError) in
-                _ = try statement.step()
-                return statement.int(0) == 1
-            }
-            guard tableExists else { return 0 }
-            return try alone.query("SELECT COUNT(*) FROM t") { statement throws(DiskCacheError) in
+            guard try count("SELECT COUNT(*) FROM sqlite_master WHERE name = 't'", in: alone) == 1 else { return 0 }
+            return try count("SELECT COUNT(*) FROM t", in: alone)
+        }
+
+        private func count(_ sql: String, in database: SQLiteDatabase) throws -> Int {
+            try database.query(sql) { statement throws(DiskCacheError) in
                 _ = try statement.step()
                 return statement.int(0)
             }

@@ -18,7 +18,8 @@ public enum DiskCacheError: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// A small SQLite connection: prepared statements, transactions, nothing else.
 ///
-/// Not thread-safe: its owner (a ``DiskCache``) uses it only under the disk caches' lock.
+/// Not thread-safe: its owner serializes every use (a ``DiskCache`` under the disk caches' lock, a
+/// ``WALCheckpointer`` on its queue).
 final class SQLiteDatabase {
     private var handle: OpaquePointer?
     private var statements: [String: Statement] = [:]
@@ -26,10 +27,10 @@ final class SQLiteDatabase {
     /// as long as the connection is open.
     private var checkpointer: WALCheckpointer?
 
-    /// Opens (creating) the database at `path` in WAL mode: readers never block the writer, and a crash
-    /// leaves the last committed transaction intact.
-    init(path: String) throws(DiskCacheError) {
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+    /// Opens the database at `path` in WAL mode, creating it unless `creating` is false: readers never block
+    /// the writer, and a crash leaves the last committed transaction intact.
+    init(path: String, creating: Bool = true) throws(DiskCacheError) {
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (creating ? SQLITE_OPEN_CREATE : 0)
         guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
             sqlite3_close(handle)
@@ -58,6 +59,26 @@ final class SQLiteDatabase {
             }
             return SQLITE_OK
         }, Unmanaged.passUnretained(checkpointer).toOpaque())
+    }
+
+    /// A passive checkpoint: copies the log's pages that no reader still needs back into the database, without
+    /// waiting for readers or writers. Returns how far into the log it copied, in pages; `nil` when SQLite
+    /// refused (`SQLITE_BUSY`: another connection's checkpoint is running, which copies the same log).
+    func checkpointPassively() -> Int? {
+        var pagesInLog: Int32 = 0, pagesCopied: Int32 = 0
+        guard sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &pagesInLog, &pagesCopied) == SQLITE_OK else {
+            return nil
+        }
+        return Int(pagesCopied)
+    }
+
+    /// Flushes the database file to the disk through SQLite's own handle of it (a descriptor of ours, once
+    /// closed, would drop the process's locks on the file).
+    func flushDatabaseFile() {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK, let file,
+              let sync = file.pointee.pMethods?.pointee.xSync else { return }
+        _ = sync(file, SQLITE_SYNC_NORMAL)
     }
 
     func execute(_ sql: String) throws(DiskCacheError) {

@@ -1,4 +1,3 @@
-import CSQLite
 import Dispatch
 import PipelineLocking
 
@@ -21,7 +20,7 @@ import PipelineLocking
 /// ``pagesBeforeCommitCheckpoint`` checkpoints in place as SQLite would, so the log stays bounded. A queue that
 /// cannot open its connection leaves every checkpoint to the commits, at SQLite's usual size.
 final class WALCheckpointer: @unchecked Sendable {
-    // @unchecked: `connection` is touched only on `queue`; the rest is behind `state`.
+    // @unchecked: `database` is touched only on `queue`; the rest is behind `state`.
 
     /// Pages in the log (of 4 KiB) after which a commit asks for a checkpoint: SQLite's own default.
     let pagesBeforeCheckpoint: Int
@@ -29,7 +28,8 @@ final class WALCheckpointer: @unchecked Sendable {
     let pagesBeforeCommitCheckpoint: Int
     private let path: String
     private let queue: DispatchQueue
-    private var connection: OpaquePointer?
+    /// The second connection, opened on the first checkpoint.
+    private var database: SQLiteDatabase?
     private let state = Locked(State())
 
     private struct State {
@@ -75,8 +75,7 @@ final class WALCheckpointer: @unchecked Sendable {
     func close() {
         queue.sync {
             state.withLock { $0.closed = true }
-            sqlite3_close(connection)
-            connection = nil
+            database = nil
         }
     }
 
@@ -84,39 +83,25 @@ final class WALCheckpointer: @unchecked Sendable {
         // The flag drops only once the checkpoint is over, so commits meanwhile do not queue more of them; the
         // first commit after it asks again if the log is still long (frames committed during the copy).
         defer { state.withLock { $0.scheduled = false } }
-        guard !state.withLock({ $0.closed }), let connection = _checkpointQueue_openedConnection() else { return }
-        var pagesInLog: Int32 = 0, pagesCopied: Int32 = 0
-        // The copy goes as far as the log stood when it began (`pagesCopied`); what commits add meanwhile
-        // the first commit after it copies (see `committed(pagesInLog:)`).
-        // SQLITE_BUSY: another process's checkpoint is running, which copies the same log.
-        guard sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &pagesInLog, &pagesCopied) == SQLITE_OK,
-              pagesCopied > 0 else { return }
+        guard !state.withLock({ $0.closed }), let database = _checkpointQueue_openedDatabase() else { return }
+        // The copy goes as far as the log stood when it began; what commits add meanwhile the first commit
+        // after it copies (see `committed(pagesInLog:)`).
+        guard let pagesCopied = database.checkpointPassively(), pagesCopied > 0 else { return }
         // SQLite flushes the database after a checkpoint only when no commit came during the copy; otherwise
         // the commit's checkpoint of what is left would flush every page copied here, holding the lock.
-        _checkpointQueue_flushDatabase(connection)
-        state.withLock { $0.copiedThrough = Int(pagesCopied) }
+        database.flushDatabaseFile()
+        state.withLock { $0.copiedThrough = pagesCopied }
     }
 
-    /// Flushes the database file through SQLite's own handle of it (a descriptor of ours, once closed, would
-    /// drop the process's locks on the file).
-    private func _checkpointQueue_flushDatabase(_ connection: OpaquePointer) {
-        var file: UnsafeMutablePointer<sqlite3_file>?
-        guard sqlite3_file_control(connection, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK, let file,
-              let sync = file.pointee.pMethods?.pointee.xSync else { return }
-        _ = sync(file, SQLITE_SYNC_NORMAL)
-    }
-
-    private func _checkpointQueue_openedConnection() -> OpaquePointer? {
-        if let connection { return connection }
-        var opened: OpaquePointer?
-        guard sqlite3_open_v2(path, &opened, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
-              // The checkpoint flushes the log before copying and the database after, as the writer's would.
-              sqlite3_exec(opened, "PRAGMA synchronous=NORMAL", nil, nil, nil) == SQLITE_OK else {
-            sqlite3_close(opened)
+    private func _checkpointQueue_openedDatabase() -> SQLiteDatabase? {
+        if let database { return database }
+        // Opened like the writer's (WAL, `synchronous=NORMAL`: the checkpoint flushes the log before copying and
+        // the database after, as the writer's would), but never creating a file the writer has not.
+        guard let opened = try? SQLiteDatabase(path: path, creating: false) else {
             state.withLock { $0.unavailable = true }
             return nil
         }
-        connection = opened
+        database = opened
         return opened
     }
 }
